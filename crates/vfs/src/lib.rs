@@ -455,6 +455,43 @@ pub trait Share: Send + Sync + fmt::Debug {
     /// Metadata of a path without opening it for I/O (does not follow a final symlink
     /// out of the share: a symlink is reported as `FileKind::Symlink`).
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr>;
+    /// Open the existing regular file (or directory, unless `opts.non_directory`) `path`
+    /// names exactly, without a look-up of its own first: every component as named and no
+    /// symlink on the way or at the end. `opts.mode` is [`OpenMode::Existing`] (and
+    /// `opts.directory` unset); the answer's `attr` is complete, DOS attributes included.
+    /// An error says that it was not opened this way (missing, named in another case, a
+    /// symlink, a directory, refused, ...): the caller then looks the name up
+    /// ([`Share::stat`]) and opens it ([`Share::open`]) as it would have, and meets the
+    /// reason there, save [`FsError::LeaseHeld`], which an open of the same file with the
+    /// same access would meet again (the caller may take it as that open's answer). A
+    /// CREATE of an existing file so walks its path once instead of twice. The default:
+    /// that look-up and open.
+    fn open_exact(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let a = self.stat(who, path)?;
+        let kind_opened = match a.kind {
+            FileKind::File => true,
+            FileKind::Directory => !opts.non_directory,
+            _ => false,
+        };
+        if !kind_opened || opts.mode != OpenMode::Existing || opts.directory {
+            return Err(FsError::InvalidName);
+        }
+        let mut opened = self.open(who, path, opts)?;
+        let found = match opened.attr {
+            Some(f) => f,
+            None => opened.node.stat_without_dos()?,
+        };
+        // Another file put there between the two: looked at again by the caller.
+        if (found.dev, found.ino) != (a.dev, a.ino) {
+            return Err(FsError::NotFound);
+        }
+        opened.attr = Some(FileAttr {
+            dos_attributes: a.dos_attributes,
+            create_time: a.create_time,
+            ..found
+        });
+        Ok(opened)
+    }
     /// Remove a file (not a directory).
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()>;
     /// Remove an empty directory.

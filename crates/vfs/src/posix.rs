@@ -301,7 +301,15 @@ const DOSATTRIB_C: &CStr = c"user.DOSATTRIB";
 /// the server when the kernel refuses `who` (a file the user may not read
 /// still shows its attributes, as on Samba).
 pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosattrib::DosInfo> {
-    read_dos_with(who, |buf| {
+    read_dos_fd_definite(who, fd).0
+}
+
+/// [`read_dos_fd`], and whether the answer is the file's for sure ([`read_dos_definite`]).
+fn read_dos_fd_definite(
+    who: &Who,
+    fd: BorrowedFd<'_>,
+) -> (Option<crate::dosattrib::DosInfo>, bool) {
+    read_dos_definite(who, |buf| {
         match rustix::fs::fgetxattr(fd, crate::dosattrib::XATTR, &mut *buf) {
             // O_PATH fd: go through its /proc link (`getxattrat` on the fd
             // itself is EBADF too).
@@ -314,16 +322,9 @@ pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosatt
 }
 
 /// The stored DOS information `get` reads into its buffer: as `who` (the
-/// thread acts as it), and as the server when the kernel refuses `who`.
-fn read_dos_with(
-    who: &Who,
-    get: impl Fn(&mut [u8]) -> Result<usize, Errno>,
-) -> Option<crate::dosattrib::DosInfo> {
-    read_dos_definite(who, get).0
-}
-
-/// [`read_dos_with`], and whether the answer is the file's for sure (a
-/// value, or none there) rather than a read that failed.
+/// thread acts as it), and as the server when the kernel refuses `who`; and
+/// whether the answer is the file's for sure (a value, or none there) rather
+/// than a read that failed.
 fn read_dos_definite(
     who: &Who,
     get: impl Fn(&mut [u8]) -> Result<usize, Errno>,
@@ -408,6 +409,37 @@ fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str, kept_on: Option<u64>) -> 
         doscache::put(&stamp, dos, doscache::now());
     }
     Ok(attr_from_statx(&st, dos))
+}
+
+/// `a`, which describes the file open at `fd`, with the file's DOS attributes: from
+/// [`doscache`] while its change time stays (a file on device `kept_on`), else read (and
+/// kept), as [`stat_at`] has them.
+fn with_dos_fd(who: &Who, fd: BorrowedFd<'_>, a: FileAttr, kept_on: Option<u64>) -> FileAttr {
+    let stamp = kept_on.and_then(|dev| stamp_of(&a, dev));
+    let dos = match stamp.as_ref().and_then(doscache::get) {
+        Some(dos) => dos,
+        None => {
+            let (dos, definite) = read_dos_fd_definite(who, fd);
+            if let (Some(stamp), true) = (&stamp, definite) {
+                doscache::put(stamp, dos, doscache::now());
+            }
+            dos
+        }
+    };
+    FileAttr {
+        dos_attributes: dos.map(|d| d.attributes),
+        create_time: dos.and_then(|d| d.create_time),
+        ..a
+    }
+}
+
+/// The open flags for reading and/or writing (neither: read only, for metadata).
+fn access_flags(read: bool, write: bool) -> OFlags {
+    match (read, write) {
+        (true, true) => OFlags::RDWR,
+        (false, true) => OFlags::WRONLY,
+        _ => OFlags::RDONLY,
+    }
 }
 
 /// A device number as one integer.
@@ -558,6 +590,17 @@ impl PosixShare {
     }
 
     fn openat2(&self, path: &RelPath, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+        self.openat2_resolving(path, flags, mode, RESOLVE)
+    }
+
+    /// [`PosixShare::openat2`] with the `openat2` resolve flags `resolve`.
+    fn openat2_resolving(
+        &self,
+        path: &RelPath,
+        flags: OFlags,
+        mode: u32,
+        resolve: ResolveFlags,
+    ) -> Result<OwnedFd, Errno> {
         path.with_slash_path(|p| {
             let mut last = Errno::AGAIN;
             for _ in 0..OPENAT2_RETRIES_MAX {
@@ -566,7 +609,7 @@ impl PosixShare {
                     p,
                     flags | OFlags::CLOEXEC,
                     Mode::from_raw_mode(mode & 0o7777),
-                    RESOLVE,
+                    resolve,
                 ) {
                     // EAGAIN: a rename raced with a RESOLVE_BENEATH lookup.
                     Err(e @ (Errno::INTR | Errno::AGAIN)) => last = e,
@@ -782,12 +825,7 @@ impl PosixShare {
     }
 
     fn open_file(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
-        let access = match (opts.read, opts.write) {
-            (true, true) => OFlags::RDWR,
-            (false, true) => OFlags::WRONLY,
-            _ => OFlags::RDONLY,
-        };
-        let base = access | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let base = access_flags(opts.read, opts.write) | OFlags::NOCTTY | OFlags::NONBLOCK;
         let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
         let creates = matches!(
             opts.mode,
@@ -931,6 +969,34 @@ impl Share for PosixShare {
         }
         let (parent, name) = self.open_parent(path)?;
         stat_at(who, parent.as_fd(), name, self.root_fs.dos_kept)
+    }
+
+    /// One `openat2` with `RESOLVE_NO_SYMLINKS` and the `statx` of what it opened (the DOS
+    /// attributes mostly from [`doscache`]), against a `statx` by name (through the parent's
+    /// descriptor, opened for it below the root), the `openat2` and its `statx`.
+    fn open_exact(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let plain = opts.mode == OpenMode::Existing
+            && !(opts.directory || opts.no_follow || opts.best_effort || self.snapshot)
+            && !(self.read_only && opts.write)
+            && !path.is_root();
+        if !plain {
+            return Err(FsError::InvalidName);
+        }
+        act(who)?;
+        let flags = access_flags(opts.read, opts.write) | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = self
+            .openat2_resolving(path, flags, 0, RESOLVE | ResolveFlags::NO_SYMLINKS)
+            .map_err(errno_to_fs)?;
+        let Fresh { node, attr } = self.node(who, fd, opts.read, opts.write, false)?;
+        // As [`PosixShare::open_file`] opens what it finds (a FIFO or device is refused
+        // by `node` when opened for data, and looked up again).
+        match node.kind {
+            FileKind::File => {}
+            FileKind::Directory if !opts.non_directory => {}
+            _ => return Err(FsError::IsADirectory),
+        }
+        let attr = with_dos_fd(who, node.fd.as_fd(), attr, node.dos_kept);
+        Ok(Fresh { node, attr }.opened(false, false))
     }
 
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {

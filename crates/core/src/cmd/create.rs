@@ -730,7 +730,8 @@ fn open_here(
     tree: &TreeView,
     asked: &request::Asked,
 ) -> Result<(RelPath, Arc<dyn ringshare_vfs::Node>, stream::Made), NtStatus> {
-    let target = target::resolve(server, tree, asked)?;
+    let mut target = target::resolve(server, tree, asked)?;
+    let pre = target.opened.take();
     if !retry {
         admission::refused_before_open(server, target.existing.as_ref())?;
     }
@@ -744,7 +745,7 @@ fn open_here(
         path: &target.path,
     };
     // A local program's kernel lease: Err(LEASE_HELD), the CREATE waits ([`lease_wait`]).
-    let opened = open::open(&at, asked, &target)?;
+    let opened = open::open(&at, asked, &target, pre)?;
     let rights = rights::check(&at, core.now, asked, &opened, target.granted)?;
     open::refuse_nonempty_dir(asked, &opened)?;
     let aapl_on = core.aapl.negotiated;

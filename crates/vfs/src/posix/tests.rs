@@ -773,3 +773,90 @@ fn a_share_on_a_file_system_only_this_kernel_changes_does_not_wait_on_a_network(
         "its files' ring I/O goes to a worker at once"
     );
 }
+
+#[test]
+fn a_file_named_exactly_is_opened_in_one_go_with_the_attributes_a_stat_gives() {
+    let Some((dir, _guard, share)) = shm_share_with_f("exact") else {
+        return;
+    };
+    std::fs::create_dir(dir.join("d")).unwrap();
+    std::fs::write(dir.join("d/g"), b"hello").unwrap();
+    let system = crate::dosattrib::encode(0x04, 0);
+    rustix::fs::setxattr(
+        dir.join("d/g"),
+        crate::dosattrib::XATTR,
+        &system,
+        XattrFlags::empty(),
+    )
+    .unwrap();
+    let who = crate::server_who();
+    let path = RelPath::from_components(["d", "g"]).unwrap();
+    let opts = OpenOptions {
+        write: true,
+        ..OpenOptions::read_existing()
+    };
+    let opened = share.open_exact(&who, &path, &opts).unwrap();
+    let stat = share.stat(&who, &path).unwrap();
+    assert_eq!(stat.dos_attributes, Some(0x04));
+    assert_eq!(opened.attr, Some(stat));
+    assert!(opened.read && opened.write && !opened.created && !opened.truncated);
+    opened.node.write_at(b"J", 0).unwrap();
+    assert_eq!(std::fs::read(dir.join("d/g")).unwrap(), b"Jello");
+}
+
+#[test]
+fn what_is_not_a_file_or_directory_named_exactly_is_left_to_the_look_up() {
+    let Some((dir, _guard, share)) = shm_share_with_f("notexact") else {
+        return;
+    };
+    std::fs::create_dir(dir.join("d")).unwrap();
+    std::os::unix::fs::symlink("f", dir.join("to-f")).unwrap();
+    std::os::unix::fs::symlink("d", dir.join("to-d")).unwrap();
+    std::fs::write(dir.join("d/g"), b"x").unwrap();
+    let who = crate::server_who();
+    let opts = OpenOptions::read_existing();
+    let exact = |names: &[&str]| {
+        let path = RelPath::from_components(names.iter().copied()).unwrap();
+        share.open_exact(&who, &path, &opts).is_ok()
+    };
+    assert!(exact(&["f"]) && exact(&["d", "g"]));
+    assert!(!exact(&["to-f"]), "a symlink at the end");
+    assert!(!exact(&["to-d", "g"]), "a symlink on the way");
+    assert!(
+        exact(&["d"]),
+        "a directory, as an open that may find one opens it"
+    );
+    let d = RelPath::from_components(["d"]).unwrap();
+    let file_only = OpenOptions {
+        non_directory: true,
+        ..opts
+    };
+    assert!(
+        share.open_exact(&who, &d, &file_only).is_err(),
+        "a directory"
+    );
+    assert!(!exact(&["F"]), "another case");
+    assert!(!exact(&["missing"]));
+    // Every one of them is still there for the look-up and the open.
+    let to_f = RelPath::from_components(["to-f"]).unwrap();
+    assert!(share.open(&who, &to_f, &opts).is_ok());
+    // An open that would make, truncate or take what it can is not this one's.
+    let path = RelPath::from_components(["f"]).unwrap();
+    for opts in [
+        OpenOptions {
+            mode: OpenMode::OpenOrCreate,
+            ..opts
+        },
+        OpenOptions {
+            mode: OpenMode::Truncate,
+            ..opts
+        },
+        OpenOptions {
+            best_effort: true,
+            ..opts
+        },
+    ] {
+        assert!(share.open_exact(&who, &path, &opts).is_err());
+    }
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"abc");
+}

@@ -249,7 +249,8 @@ fn prepare(
     let now = posted.now;
     let mut tries = 0;
     let (target, opened) = loop {
-        let target = target::resolve(server, tree, asked)?;
+        let mut target = target::resolve(server, tree, asked)?;
+        let pre = target.opened.take();
         *refused = refused_home(server, target.existing.as_ref(), &posted.refusing);
         if refused.is_some() {
             return Err(NtStatus::FILE_NOT_AVAILABLE);
@@ -265,7 +266,7 @@ fn prepare(
             tree,
             path: &target.path,
         };
-        match open::open(&at, asked, &target) {
+        match open::open(&at, asked, &target, pre) {
             // Made by another CREATE since the name was looked up (jobs of several connections
             // run at once): a disposition that opens an existing file opens it instead of
             // saying OBJECT_NAME_COLLISION (the review of step 5, 1c).

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FileAttr, FsError, Node, OpenOptions, RelPath, Share};
+use ringshare_vfs::{FileAttr, FsError, FsResult, Node, OpenOptions, RelPath, Share};
 use ringshare_wire::NtStatus;
 
 use super::request::Asked;
@@ -28,8 +28,33 @@ pub(super) struct Opened {
 /// Open (or make) the file as the tree's user: the kernel decides whether
 /// they may read or write it. A new file gets its mode from the share's
 /// rules and its parent ([`identity::new_mode`]). The attributes are those
-/// the lookup read when the open found the same file.
-pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened, NtStatus> {
+/// the lookup read when the open found the same file. `pre`: the file as the look-up opened
+/// it already ([`Target::opened`]), which is then the open.
+pub(super) fn open(
+    at: &At<'_>,
+    asked: &Asked,
+    target: &Target,
+    pre: Option<FsResult<ringshare_vfs::Opened>>,
+) -> Result<Opened, NtStatus> {
+    match pre {
+        Some(Ok(ringshare_vfs::Opened {
+            node,
+            attr: Some(attr),
+            read,
+            write,
+            ..
+        })) => {
+            return Ok(Opened {
+                node,
+                attr,
+                created: false,
+                read,
+                write,
+            })
+        }
+        Some(Err(e)) => return Err(open_error(e, target)),
+        Some(Ok(_)) | None => {}
+    }
     let (share, who, path) = (&at.tree.share, &at.tree.who, at.path);
     let backend: &dyn Share = share.backend.as_ref();
     let existing = &target.existing;
@@ -55,11 +80,9 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
         ),
     };
     let opts = options(asked, target, create_mode);
-    let opened = backend.open(who, path, &opts).map_err(|e| match e {
-        FsError::NotFound if target.create => NtStatus::OBJECT_PATH_NOT_FOUND,
-        FsError::LeaseHeld => super::LEASE_HELD,
-        e => status_of(e),
-    })?;
+    let opened = backend
+        .open(who, path, &opts)
+        .map_err(|e| open_error(e, target))?;
     let created = opened.created;
     let (read, write) = (opened.read, opened.write);
     let node: Arc<dyn Node> = opened.node;
@@ -86,6 +109,15 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
         read,
         write,
     })
+}
+
+/// What the backend's refusal to open `target` answers.
+fn open_error(e: FsError, target: &Target) -> NtStatus {
+    match e {
+        FsError::NotFound if target.create => NtStatus::OBJECT_PATH_NOT_FOUND,
+        FsError::LeaseHeld => super::LEASE_HELD,
+        e => status_of(e),
+    }
 }
 
 /// How the backend opens the file. For a named stream the file is opened
@@ -159,6 +191,7 @@ mod tests {
             mode: OpenMode::Existing,
             create: false,
             granted,
+            opened: None,
         }
     }
 

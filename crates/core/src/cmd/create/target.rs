@@ -1,7 +1,7 @@
 //! What CREATE's name is on the share, and what its disposition does with it
 //! ([MS-SMB2] 3.3.5.9 "Open Execution"; [MS-FSA] 2.1.5.1, 2.1.5.1.2.1).
 
-use ringshare_vfs::{FileAttr, OpenMode, RelPath};
+use ringshare_vfs::{FileAttr, FsError, FsResult, OpenMode, OpenOptions, Opened, RelPath};
 use ringshare_wire::consts::CreateDisposition;
 use ringshare_wire::NtStatus;
 
@@ -23,6 +23,21 @@ pub(super) struct Target {
     pub create: bool,
     /// The access granted so far, less write access to a read-only file.
     pub granted: u32,
+    /// The file, already opened for the access granted when its name was found exactly
+    /// ([`opened_exactly`]), or the kernel lease that open met: CREATE's open is then this.
+    pub opened: Option<FsResult<Opened>>,
+}
+
+/// What [`opened_exactly`] did. (Returned once and taken apart at once: a box would cost an
+/// allocation per CREATE to save a move.)
+#[allow(clippy::large_enum_variant)]
+enum Exact {
+    /// Opened, and checked.
+    Opened(Target),
+    /// Met a local program's kernel lease, opened to read and/or write.
+    LeaseHeld(bool, bool),
+    /// Not such a CREATE, or not opened so.
+    Not,
 }
 
 /// Resolve the name on the share and decide, from the disposition and what
@@ -42,6 +57,11 @@ pub(super) fn resolve(
     {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
+    let lease_met = match opened_exactly(server, tree, asked)? {
+        Exact::Opened(target) => return Ok(target),
+        Exact::LeaseHeld(read, write) => Some((read, write)),
+        Exact::Not => None,
+    };
     let (path, existing) = resolve_path(
         share.backend.as_ref(),
         &tree.who,
@@ -67,13 +87,84 @@ pub(super) fn resolve(
         }
         None => asked.granted,
     };
+    // The same file opened the same way meets the same lease: that is the open's answer (a
+    // second try in a row is not made).
+    let opened =
+        (lease_met == Some(rights_of(granted)) && existing.is_some() && path == asked.path)
+            .then_some(Err(FsError::LeaseHeld));
     Ok(Target {
         path,
         existing,
         mode,
         create,
         granted,
+        opened,
     })
+}
+
+/// Whether an open with access `granted` reads and whether it writes the file's data.
+fn rights_of(granted: u32) -> (bool, bool) {
+    (
+        crate::files::access::can_read(granted),
+        crate::files::access::can_write(granted),
+    )
+}
+
+/// The common CREATE of an existing file, opened first: a plain open (OPEN or OPEN_IF, no
+/// stream, no POSIX context, not MAXIMUM_ALLOWED) of a file or directory named exactly, on a
+/// node alone (a cluster's node asks first whether the file's home lets it be opened:
+/// `admission::refused_before_open`). The backend opens it in one walk of its path
+/// ([`Share::open_exact`](ringshare_vfs::Share::open_exact)), and its attributes go through
+/// the same checks as a looked-up file's ([`check_existing`]), so the answer is the one
+/// [`resolve`] then [`super::open::open`] would give; the open is let go when a check
+/// refuses. [`Exact::Not`]: not such a CREATE, or not opened so; it is looked up as before
+/// (and a reason not to open it met there, in its place among the checks). A name not there
+/// yet (OPEN_IF of a new file) costs the failed open on top.
+fn opened_exactly(server: &ServerState, tree: &TreeView, asked: &Asked) -> Result<Exact, NtStatus> {
+    let plain = matches!(
+        asked.disposition,
+        CreateDisposition::OPEN | CreateDisposition::OPEN_IF
+    ) && !asked.truncate
+        && !asked.want_dir
+        && !asked.maximum
+        && asked.named.is_none()
+        && asked.posix.is_none()
+        && server.node.link().is_none();
+    if !plain {
+        return Ok(Exact::Not);
+    }
+    let (read, write) = rights_of(asked.granted);
+    let opts = OpenOptions {
+        read,
+        write,
+        non_directory: asked.want_file,
+        ..OpenOptions::read_existing()
+    };
+    let backend = tree.share.backend.as_ref();
+    let opened = match backend.open_exact(&tree.who, &asked.path, &opts) {
+        Ok(o) => o,
+        Err(FsError::LeaseHeld) => return Ok(Exact::LeaseHeld(read, write)),
+        Err(_) => return Ok(Exact::Not),
+    };
+    let Some(attr) = opened.attr.clone() else {
+        return Ok(Exact::Not);
+    };
+    let granted = check_existing(&attr, asked, || {
+        server
+            .files
+            .existing(server.node.file_key(&attr))
+            .is_some_and(|e| lock(&e).delete_pending)
+    })?;
+    // A read-only file's open loses its write access: opened again without it.
+    let same_rights = rights_of(granted) == (read, write);
+    Ok(Exact::Opened(Target {
+        path: asked.path.clone(),
+        existing: Some(attr),
+        mode: OpenMode::Existing,
+        create: false,
+        granted,
+        opened: same_rights.then_some(Ok(opened)),
+    }))
 }
 
 /// What `disposition` does with a name that `exists` or not: open it or
