@@ -111,7 +111,7 @@ fn rights_of(granted: u32) -> (bool, bool) {
 }
 
 /// The common CREATE of an existing file, opened first: a plain open (OPEN or OPEN_IF, no
-/// stream, no POSIX context, not MAXIMUM_ALLOWED) of a file or directory named exactly, on a
+/// stream, no POSIX context) of a file or directory named exactly, on a
 /// node alone (a cluster's node asks first whether the file's home lets it be opened:
 /// `admission::refused_before_open`). The backend opens it in one walk of its path
 /// ([`Share::open_exact`](ringshare_vfs::Share::open_exact)), and its attributes go through
@@ -126,13 +126,14 @@ fn opened_exactly(server: &ServerState, tree: &TreeView, asked: &Asked) -> Resul
         CreateDisposition::OPEN | CreateDisposition::OPEN_IF
     ) && !asked.truncate
         && !asked.want_dir
-        && !asked.maximum
         && asked.named.is_none()
         && asked.posix.is_none()
         && server.node.link().is_none();
     if !plain {
         return Ok(Exact::Not);
     }
+    // MAXIMUM_ALLOWED: the first of [`super::open::open`]'s tries (the rights granted); one the
+    // kernel refuses is made the old way, which then tries with less.
     let (read, write) = rights_of(asked.granted);
     let opts = OpenOptions {
         read,
