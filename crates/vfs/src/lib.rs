@@ -327,6 +327,16 @@ impl FileAttr {
     pub fn is_dir(&self) -> bool {
         self.kind == FileKind::Directory
     }
+
+    /// These attributes (an open's, read without DOS attributes) with the DOS attributes and
+    /// creation time a look-up of the same file read (`looked_up`).
+    pub fn with_dos_of(self, looked_up: &FileAttr) -> FileAttr {
+        FileAttr {
+            dos_attributes: looked_up.dos_attributes,
+            create_time: looked_up.create_time,
+            ..self
+        }
+    }
 }
 
 /// How to open: the core has already turned the SMB create disposition into this.
@@ -485,11 +495,7 @@ pub trait Share: Send + Sync + fmt::Debug {
         if (found.dev, found.ino) != (a.dev, a.ino) {
             return Err(FsError::NotFound);
         }
-        opened.attr = Some(FileAttr {
-            dos_attributes: a.dos_attributes,
-            create_time: a.create_time,
-            ..found
-        });
+        opened.attr = Some(found.with_dos_of(&a));
         Ok(opened)
     }
     /// Remove a file (not a directory).

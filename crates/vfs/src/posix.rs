@@ -398,17 +398,25 @@ fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str, kept_on: Option<u64>) -> 
     )
     .map_err(errno_to_fs)?;
     let stamp = kept_on.and_then(|dev| stamp_on(&st, dev));
-    let Some(stamp) = stamp else {
-        return Ok(attr_from_statx(&st, read_dos_at(who, dir, name).0));
-    };
-    if let Some(dos) = doscache::get(&stamp) {
-        return Ok(attr_from_statx(&st, dos));
-    }
-    let (dos, definite) = read_dos_at(who, dir, name);
-    if definite {
-        doscache::put(&stamp, dos, doscache::now());
-    }
+    let dos = kept_or_read(stamp.as_ref(), || read_dos_at(who, dir, name));
     Ok(attr_from_statx(&st, dos))
+}
+
+/// A file's DOS attributes: the value [`doscache`] keeps for `stamp` (a file whose attributes
+/// may be kept), else `read` (the value, and whether it is the file's for sure), kept when
+/// sure.
+fn kept_or_read(
+    stamp: Option<&doscache::Stamp>,
+    read: impl FnOnce() -> (Option<crate::dosattrib::DosInfo>, bool),
+) -> Option<crate::dosattrib::DosInfo> {
+    if let Some(dos) = stamp.and_then(doscache::get) {
+        return dos;
+    }
+    let (dos, definite) = read();
+    if let (Some(stamp), true) = (stamp, definite) {
+        doscache::put(stamp, dos, doscache::now());
+    }
+    dos
 }
 
 /// `a`, which describes the file open at `fd`, with the file's DOS attributes: from
@@ -416,16 +424,7 @@ fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str, kept_on: Option<u64>) -> 
 /// kept), as [`stat_at`] has them.
 fn with_dos_fd(who: &Who, fd: BorrowedFd<'_>, a: FileAttr, kept_on: Option<u64>) -> FileAttr {
     let stamp = kept_on.and_then(|dev| stamp_of(&a, dev));
-    let dos = match stamp.as_ref().and_then(doscache::get) {
-        Some(dos) => dos,
-        None => {
-            let (dos, definite) = read_dos_fd_definite(who, fd);
-            if let (Some(stamp), true) = (&stamp, definite) {
-                doscache::put(stamp, dos, doscache::now());
-            }
-            dos
-        }
-    };
+    let dos = kept_or_read(stamp.as_ref(), || read_dos_fd_definite(who, fd));
     FileAttr {
         dos_attributes: dos.map(|d| d.attributes),
         create_time: dos.and_then(|d| d.create_time),

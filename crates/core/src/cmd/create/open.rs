@@ -94,11 +94,9 @@ pub(super) fn open(
         None => node.stat_without_dos().map_err(status_of)?,
     };
     let attr = match existing {
-        Some(pre) if !created && (found.dev, found.ino) == (pre.dev, pre.ino) => FileAttr {
-            dos_attributes: pre.dos_attributes,
-            create_time: pre.create_time,
-            ..found
-        },
+        Some(pre) if !created && (found.dev, found.ino) == (pre.dev, pre.ino) => {
+            found.with_dos_of(pre)
+        }
         None if created => found,
         _ => node.stat().map_err(status_of)?,
     };
