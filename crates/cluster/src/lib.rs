@@ -121,6 +121,9 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A node's lease TTL unless its configuration says another ([`ClusterConfig::ttl`]).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(6);
+
 /// How a node joins a cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
@@ -159,7 +162,7 @@ impl ClusterConfig {
             node_id: node_id.into(),
             node_addr,
             endpoints,
-            ttl: Duration::from_secs(6),
+            ttl: DEFAULT_TTL,
             partitions: 256,
             margin: Duration::from_secs(1),
             poll: Duration::from_millis(500),

@@ -51,7 +51,7 @@ mod parse;
 pub mod quic;
 mod shadow;
 
-pub use cluster::{ClusterOptions, WITNESS_PORT};
+pub use cluster::{ClusterOptions, LEASE_TTL_SECS, WITNESS_PORT};
 
 use parse::*;
 pub use parse::{normalize_key, parse_bool};
@@ -786,6 +786,26 @@ mod tests {
             "cluster witness port = x",
         ] {
             assert!(parse_str(&format!("[global]\n{bad}\n[s]\npath = /tmp\n"), path).is_err());
+        }
+    }
+
+    #[test]
+    fn the_cluster_lease_ttl_is_taken_in_whole_seconds_from_3_to_60() {
+        let path = Path::new("/x");
+        let ttl = |line: &str| {
+            parse_str(&format!("[global]\n{line}\n[s]\npath = /tmp\n"), path)
+                .map(|c| c.global.cluster.lease_ttl.map(|t| t.as_secs()))
+        };
+        assert_eq!(ttl("").unwrap(), None);
+        assert_eq!(ttl("cluster lease ttl = 12").unwrap(), Some(12));
+        assert_eq!(ttl("cluster lease ttl = 3s").unwrap(), Some(3));
+        assert_eq!(ttl("cluster lease ttl = 60").unwrap(), Some(60));
+        for bad in ["2", "61", "6.5", "x", ""] {
+            let e = ttl(&format!("cluster lease ttl = {bad}")).unwrap_err();
+            assert!(
+                e.to_string().contains("whole seconds from 3 to 60"),
+                "{bad}: {e}"
+            );
         }
     }
 

@@ -505,6 +505,9 @@ pub fn start(
     let mut cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
     cfg.public = public.iter().map(ToString::to_string).collect();
     cfg.level = msg::LEVEL;
+    if let Some(ttl) = opts.lease_ttl {
+        cfg.ttl = ttl;
+    }
     let link = Arc::new(Link {
         node: opts.node,
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
@@ -592,9 +595,11 @@ pub fn start(
         .spawn(move || watch(&watcher, &cfg, fs.as_ref(), &server, events))
         .map_err(|x| e(format!("spawn: {x}")))?;
     tracing::info!(
-        "cluster {name}: node {} joined at {addr} ({} etcd endpoints)",
+        "cluster {name}: node {} joined at {addr} ({} etcd endpoints, lease ttl {} s)",
         opts.node,
-        opts.etcd.len()
+        opts.etcd.len(),
+        opts.lease_ttl
+            .map_or(crate::config::LEASE_TTL_SECS, |t| t.as_secs())
     );
     Ok(Node { link, stats })
 }

@@ -42,7 +42,19 @@ pub struct ClusterOptions {
     /// `cluster ring calls = no` (hidden, for measuring): calls to files' homes on other
     /// nodes are carried by the lookup pool's threads, not on the I/O threads' rings.
     pub ring_calls_off: bool,
+    /// `cluster lease ttl`: the time-to-live of this node's etcd lease, whole seconds
+    /// ([`LEASE_TTL_SECS`] by default). The node renews it every third of it and fences itself
+    /// one second before it runs out; the others take its files over only when it has.
+    pub lease_ttl: Option<std::time::Duration>,
 }
+
+/// A node's etcd lease lives this long unless `cluster lease ttl` says otherwise.
+pub const LEASE_TTL_SECS: u64 = ringshare_cluster::DEFAULT_TTL.as_secs();
+
+/// The range `cluster lease ttl` takes: at least 3 s (the fence comes 1 s before the end, and
+/// the margin must be less than half of it), at most a minute (the others wait that long
+/// before they take a dead node's files over).
+const LEASE_TTL_RANGE: std::ops::RangeInclusive<u64> = 3..=60;
 
 /// The Witness service's TCP port unless `cluster witness port` says another.
 pub const WITNESS_PORT: u16 = 5040;
@@ -116,6 +128,22 @@ pub(super) fn apply(
         "filesystem" => c.filesystem = Some(base.join(value)),
         "takeover command" => c.takeover_command = Some(base.join(value)),
         "ring calls" => c.ring_calls_off = !yes_no(key, value)?,
+        "lease ttl" => {
+            let secs = value
+                .trim_end_matches('s')
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| LEASE_TTL_RANGE.contains(s))
+                .ok_or_else(|| {
+                    format!(
+                        "'{key}' expects whole seconds from {} to {}, got '{value}'",
+                        LEASE_TTL_RANGE.start(),
+                        LEASE_TTL_RANGE.end()
+                    )
+                })?;
+            c.lease_ttl = Some(std::time::Duration::from_secs(secs));
+        }
         "witness" | "witness anonymous" => {
             let yes = yes_no(key, value)?;
             if name == "witness" {
