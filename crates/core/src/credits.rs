@@ -6,8 +6,6 @@
 //! the next n ids. The window never holds more than [`limits::CREDITS_MAX`] ids,
 //! so the bitmap is bounded whatever the client does.
 
-use std::collections::VecDeque;
-
 use crate::limits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,11 +16,22 @@ pub enum CreditError {
     ChargeTooLarge,
 }
 
+/// Ids the window tracks at most ([`limits::CREDITS_MAX`]), and the bits that say which are
+/// usable: id `i` is bit `i % SPAN` (the tracked ids, `low..low + len`, are fewer than SPAN,
+/// so no two share a bit).
+const SPAN: usize = limits::CREDITS_MAX as usize;
+const WORDS: usize = SPAN / 64;
+const _: () = assert!(SPAN.is_multiple_of(64) && SPAN > 0);
+
 #[derive(Debug)]
 pub struct CreditWindow {
-    /// The lowest id still tracked; `avail[i]` says whether `low + i` is usable.
+    /// The lowest id still tracked.
     low: u64,
-    avail: VecDeque<bool>,
+    /// Ids tracked from `low` on (usable, or consumed but not yet below `low`).
+    len: u32,
+    /// Bit `id % SPAN` of a tracked id: set while the id is usable; clear for every id not
+    /// tracked. (A bitmap: a request's id is checked and cleared with a few instructions.)
+    usable: Box<[u64; WORDS]>,
     /// Ids granted so far that are still usable.
     outstanding: u32,
 }
@@ -33,15 +42,22 @@ impl Default for CreditWindow {
     }
 }
 
+/// The word and bit of `id`.
+fn at(id: u64) -> (usize, u64) {
+    let i = (id % SPAN as u64) as usize;
+    (i / 64, 1u64 << (i % 64))
+}
+
 impl CreditWindow {
     pub fn new() -> CreditWindow {
-        let mut avail = VecDeque::new();
-        avail.push_back(true);
-        CreditWindow {
+        let mut w = CreditWindow {
             low: 0,
-            avail,
-            outstanding: 1,
-        }
+            len: 0,
+            usable: Box::new([0; WORDS]),
+            outstanding: 0,
+        };
+        w.grant(1);
+        w
     }
 
     /// Credits the client holds now.
@@ -51,7 +67,12 @@ impl CreditWindow {
 
     /// The next id the server would grant.
     fn high(&self) -> u64 {
-        self.low + self.avail.len() as u64
+        self.low + u64::from(self.len)
+    }
+
+    fn is_usable(&self, id: u64) -> bool {
+        let (w, b) = at(id);
+        self.usable[w] & b != 0
     }
 
     /// Check that `message_id .. message_id + charge` are all usable, without consuming.
@@ -67,7 +88,7 @@ impl CreditWindow {
             return Err(CreditError::NotInWindow { message_id });
         }
         for id in message_id..end {
-            if !self.avail[(id - self.low) as usize] {
+            if !self.is_usable(id) {
                 return Err(CreditError::NotInWindow { message_id: id });
             }
         }
@@ -79,12 +100,14 @@ impl CreditWindow {
         self.check(message_id, charge)?;
         let charge = u64::from(charge.max(1));
         for id in message_id..message_id + charge {
-            self.avail[(id - self.low) as usize] = false;
+            let (w, b) = at(id);
+            self.usable[w] &= !b;
         }
         self.outstanding -= charge as u32;
-        while self.avail.front() == Some(&false) {
-            self.avail.pop_front();
+        // The consumed ids at the front leave the window (each id once: amortized O(1)).
+        while self.len > 0 && !self.is_usable(self.low) {
             self.low += 1;
+            self.len -= 1;
         }
         Ok(())
     }
@@ -104,16 +127,18 @@ impl CreditWindow {
 
     /// Ids tracked (usable or consumed-but-not-yet-below-low): bounds memory.
     fn window_span(&self) -> u32 {
-        self.avail.len() as u32
+        self.len
     }
 
     /// Extend the window by `n` ids.
     pub fn grant(&mut self, n: u16) {
         let room = u32::from(limits::CREDITS_MAX).saturating_sub(self.window_span());
         let n = u32::from(n).min(room);
-        for _ in 0..n {
-            self.avail.push_back(true);
+        for id in self.high()..self.high() + u64::from(n) {
+            let (w, b) = at(id);
+            self.usable[w] |= b;
         }
+        self.len += n;
         self.outstanding += n;
     }
 }
@@ -186,6 +211,56 @@ mod tests {
         let mut w = CreditWindow::new();
         w.consume(0, 1).unwrap();
         assert_eq!(w.grant_for(0), 1);
+    }
+
+    #[test]
+    fn the_window_wraps_its_bitmap_and_keeps_every_rule_past_the_limit() {
+        // Ids far past CREDITS_MAX, used out of order and in charges that straddle the
+        // bitmap's end: each usable once, none outside the window, the span bounded.
+        let mut w = CreditWindow::new();
+        w.consume(0, 1).unwrap();
+        w.grant(limits::CREDITS_MAX);
+        let mut next = 1u64;
+        for round in 0..5u64 {
+            let n = u64::from(limits::CREDITS_MAX);
+            // The last id of the window first, then the rest in charges of 3.
+            let last = next + n - 1;
+            w.consume(last, 1).unwrap();
+            assert!(w.consume(last, 1).is_err(), "round {round}: used twice");
+            let mut id = next;
+            while id < last {
+                let c = (last - id).min(3);
+                w.consume(id, c as u16).unwrap();
+                assert!(w.check(id, 1).is_err());
+                id += c;
+            }
+            assert_eq!(w.outstanding(), 0);
+            assert!(w.check(last + 1, 1).is_err(), "not granted yet");
+            next = last + 1;
+            w.grant(limits::CREDITS_MAX);
+            assert_eq!(w.window_span(), u32::from(limits::CREDITS_MAX));
+        }
+        w.consume(next, 1).unwrap();
+        assert!(w.check(next + u64::from(limits::CREDITS_MAX), 1).is_err());
+    }
+
+    #[test]
+    fn an_id_left_unused_holds_the_window_back_until_it_is_used() {
+        let mut w = CreditWindow::new();
+        w.consume(0, 1).unwrap();
+        w.grant(limits::CREDITS_MAX);
+        for id in 2..=u64::from(limits::CREDITS_MAX) {
+            w.consume(id, 1).unwrap();
+        }
+        // Id 1 is still usable: the window spans 1.. and has no room to grant.
+        assert_eq!(w.grant_for(100), 0);
+        w.grant(100);
+        assert!(w.check(u64::from(limits::CREDITS_MAX) + 1, 1).is_err());
+        w.consume(1, 1).unwrap();
+        assert_eq!(w.outstanding(), 0);
+        assert_eq!(w.grant_for(100), 100);
+        w.grant(100);
+        w.consume(u64::from(limits::CREDITS_MAX) + 100, 1).unwrap();
     }
 
     #[test]
