@@ -329,6 +329,8 @@ lib_row() { # server row
         [ -n "${CERT_OF[$s]:-}" ] || return 0
         lib_bench "$s" "seq-write 1m overwrite quic" seq-write --file rsover.bin --file-size 2g \
             --io-size 1m --queue-depth 16 --transport quic --server-cert "${CERT_OF[$s]}" ;;
+    read-sign) lib_bench "$s" "seq-read 1m signed" seq-read --file big --io-size 1m --queue-depth 16 --sign --dialect 3.1.1 ;;
+    over-sign) lib_bench "$s" "seq-write 1m overwrite signed" seq-write --file rsover.bin --file-size 2g --io-size 1m --queue-depth 16 --sign --dialect 3.1.1 ;;
     read-enc) lib_bench "$s" "seq-read 1m encrypted" seq-read --file big --io-size 1m --queue-depth 16 --encrypt ;;
     over-enc) lib_bench "$s" "seq-write 1m overwrite encrypted" seq-write --file rsover.bin --file-size 2g --io-size 1m --queue-depth 16 --encrypt ;;
     rand4k) lib_bench "$s" "rand-read 4k qd32" rand-read --file big --io-size 4k --queue-depth 32 ;;
