@@ -126,7 +126,7 @@ pub(crate) type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
 /// its caller went (else it answers, for the caller to read late).
 /// How long node 2 takes to answer `slow`: well past the caller's 2 s, so that a caller held up
 /// by a busy machine (CI on 2 shared vCPUs) is still told apart from one that waited for it.
-const SLOW_ANSWER: Duration = Duration::from_millis(3500);
+pub(crate) const SLOW_ANSWER: Duration = Duration::from_millis(3500);
 
 pub(crate) fn node2(level: u16, undoes: bool) -> (SocketAddr, Seen, Undone) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
