@@ -51,7 +51,7 @@ mod parse;
 pub mod quic;
 mod shadow;
 
-pub use cluster::{ClusterOptions, LEASE_TTL_SECS, WITNESS_PORT};
+pub use cluster::{ClusterOptions, WITNESS_PORT};
 
 use parse::*;
 pub use parse::{normalize_key, parse_bool};

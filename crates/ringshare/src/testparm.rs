@@ -615,7 +615,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         witness_port,
         endpoint_mapper_port,
         ring_calls_off,
-        lease_ttl,
+        lease_ttl: _,
     } = c;
     let Some(name) = name else {
         s.push_str("\t# cluster name = (none: a single server)\n");
@@ -636,8 +636,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
     if let Some(f) = takeover_command {
         opt(s, "cluster takeover command", f.display());
     }
-    let ttl = lease_ttl.map_or(crate::config::LEASE_TTL_SECS, |t| t.as_secs());
-    opt(s, "cluster lease ttl", ttl);
+    opt(s, "cluster lease ttl", c.lease_ttl_or_default().as_secs());
     opt(s, "cluster witness", yes_no(!witness_off));
     opt(s, "cluster witness anonymous", yes_no(*witness_anonymous));
     opt(

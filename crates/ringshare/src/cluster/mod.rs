@@ -505,9 +505,7 @@ pub fn start(
     let mut cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
     cfg.public = public.iter().map(ToString::to_string).collect();
     cfg.level = msg::LEVEL;
-    if let Some(ttl) = opts.lease_ttl {
-        cfg.ttl = ttl;
-    }
+    cfg.ttl = opts.lease_ttl_or_default();
     let link = Arc::new(Link {
         node: opts.node,
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
@@ -598,8 +596,7 @@ pub fn start(
         "cluster {name}: node {} joined at {addr} ({} etcd endpoints, lease ttl {} s)",
         opts.node,
         opts.etcd.len(),
-        opts.lease_ttl
-            .map_or(crate::config::LEASE_TTL_SECS, |t| t.as_secs())
+        opts.lease_ttl_or_default().as_secs()
     );
     Ok(Node { link, stats })
 }

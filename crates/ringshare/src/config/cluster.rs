@@ -42,14 +42,12 @@ pub struct ClusterOptions {
     /// `cluster ring calls = no` (hidden, for measuring): calls to files' homes on other
     /// nodes are carried by the lookup pool's threads, not on the I/O threads' rings.
     pub ring_calls_off: bool,
-    /// `cluster lease ttl`: the time-to-live of this node's etcd lease, whole seconds
-    /// ([`LEASE_TTL_SECS`] by default). The node renews it every third of it and fences itself
-    /// one second before it runs out; the others take its files over only when it has.
+    /// `cluster lease ttl`: the time-to-live of this node's etcd lease, whole seconds (what
+    /// applies: [`ClusterOptions::lease_ttl_or_default`]). The node renews it every third of it
+    /// and fences itself one second before it runs out; the others take its files over only
+    /// when it has.
     pub lease_ttl: Option<std::time::Duration>,
 }
-
-/// A node's etcd lease lives this long unless `cluster lease ttl` says otherwise.
-pub const LEASE_TTL_SECS: u64 = ringshare_cluster::DEFAULT_TTL.as_secs();
 
 /// The range `cluster lease ttl` takes: at least 3 s (the fence comes 1 s before the end, and
 /// the margin must be less than half of it), at most a minute (the others wait that long
@@ -63,6 +61,11 @@ impl ClusterOptions {
     /// Whether this node is part of a cluster.
     pub fn enabled(&self) -> bool {
         self.name.is_some()
+    }
+
+    /// This node's etcd lease TTL: `cluster lease ttl`, else the cluster crate's default.
+    pub fn lease_ttl_or_default(&self) -> std::time::Duration {
+        self.lease_ttl.unwrap_or(ringshare_cluster::DEFAULT_TTL)
     }
 }
 
