@@ -120,14 +120,23 @@ fn a_caller_that_stopped_waiting_is_seen_gone_and_still_reads_a_late_answer() {
 pub(crate) type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
 pub(crate) type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
 
-/// Node 2 speaking `level` answers the call `slow` only after 3.5 s (overloaded past the
-/// caller's 2 s, not stopped: it read the call in time), every other call at once ("did " and
-/// the call); what it was asked, in order. `undoes`: it undoes itself what it answered after
-/// its caller went (else it answers, for the caller to read late).
+/// Waits until node 2 has undone something (it answers `slow` at [`SLOW_ANSWER`] and then
+/// sees its caller went), at most 5 s; the caller's assertions say what it should be.
+pub(crate) fn wait_for_undo(undone: &Undone) {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while lock(undone).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// How long node 2 takes to answer `slow`: well past the caller's 2 s, so that a caller held up
 /// by a busy machine (CI on 2 shared vCPUs) is still told apart from one that waited for it.
 pub(crate) const SLOW_ANSWER: Duration = Duration::from_millis(3500);
 
+/// Node 2 speaking `level` answers the call `slow` only after [`SLOW_ANSWER`] (overloaded past
+/// the caller's 2 s, not stopped: it read the call in time), every other call at once ("did "
+/// and the call); what it was asked, in order. `undoes`: it undoes itself what it answered
+/// after its caller went (else it answers, for the caller to read late).
 pub(crate) fn node2(level: u16, undoes: bool) -> (SocketAddr, Seen, Undone) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -217,11 +226,7 @@ fn a_callee_that_sees_its_caller_went_undoes_the_call_itself_and_the_caller_does
         let _ = tx.send(call.to_vec());
     }));
     assert_eq!(peers.call(2, b"slow"), Err(NtStatus::FILE_NOT_AVAILABLE));
-    // Node 2 answers at 3.5 s and then sees its caller went; wait for that (at most 5 s more).
-    let until = std::time::Instant::now() + Duration::from_secs(5);
-    while lock(&undone).is_empty() && std::time::Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_undo(&undone);
     assert_eq!(
         *lock(&undone),
         [(b"slow".to_vec(), b"did slow".to_vec())],

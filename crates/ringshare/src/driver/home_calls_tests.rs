@@ -365,7 +365,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::cluster::peer::tests::{node2, SLOW_ANSWER};
+use crate::cluster::peer::tests::{node2, wait_for_undo, SLOW_ANSWER};
 use crate::cluster::peer::{Identity, Stats};
 
 const SECRET: &[u8] = b"the cluster secret";
@@ -512,11 +512,7 @@ fn a_ring_call_whose_callee_undoes_it_reaches_no_late_handler() {
     }));
     let (r, _) = ring_call(&mut w, b"slow");
     assert_eq!(r, Err(NtStatus::FILE_NOT_AVAILABLE));
-    // Node 2 answers at 3.5 s and then sees its caller went; wait for that (at most 5 s more).
-    let until = Instant::now() + Duration::from_secs(5);
-    while crate::lock(&undone).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_undo(&undone);
     assert_eq!(
         *crate::lock(&undone),
         [(b"slow".to_vec(), b"did slow".to_vec())],
