@@ -70,6 +70,40 @@ fn query_directory_lists_dot_entries_then_files_then_no_more_files() {
 }
 
 #[test]
+fn a_directory_entry_larger_than_the_buffer_is_sent_cut_with_buffer_overflow_and_passed() {
+    let mut c = Client::new();
+    let long = "a-name-long-enough-to-pass-the-buffer.txt";
+    c.put_file(long, b"1");
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    // `.` and `..` first, one at a time (RETURN_SINGLE_ENTRY).
+    for dot in [".", ".."] {
+        assert_eq!(names(&c.query_directory(d, 37, 2, "*", 65536), 37), [dot]);
+    }
+    // FileIdBothDirectoryInformation: 104 bytes, then the name in UTF-16; 120 cut it.
+    let r = c.query_directory(d, 37, 0, "*", 120);
+    assert_eq!(r.status(), NtStatus::BUFFER_OVERFLOW);
+    let buf = output_buffer(&r);
+    assert_eq!(buf.len(), 120);
+    let name_len = u32::from_le_bytes(buf[60..64].try_into().unwrap());
+    assert_eq!(
+        name_len as usize,
+        long.len() * 2,
+        "FileNameLength: the whole name's"
+    );
+    let utf16: Vec<u8> = long.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    assert_eq!(
+        &buf[104..120],
+        &utf16[..16],
+        "the name's first 8 characters"
+    );
+    // The cut entry is passed: nothing is left.
+    assert_eq!(
+        c.query_directory(d, 37, 0, "*", 65536).status(),
+        NtStatus::NO_MORE_FILES
+    );
+}
+
+#[test]
 fn query_directory_filters_with_the_pattern_and_a_miss_is_no_such_file() {
     let mut c = Client::new();
     c.put_file("a.txt", b"");

@@ -118,26 +118,45 @@ pub fn network_open(a: &FileAttr) -> FileNetworkOpenInformation {
     }
 }
 
-pub fn dir_entry_info(name: &str, a: &FileAttr) -> DirEntryInfo {
-    let [c, la, lw, ch] = times(a);
-    let (eof, alloc) = sizes(a);
-    DirEntryInfo {
-        file_index: 0,
-        creation_time: c,
-        last_access_time: la,
-        last_write_time: lw,
-        change_time: ch,
-        end_of_file: eof,
-        allocation_size: alloc,
-        file_attributes: FileAttributes(attributes(a)),
-        ea_size: 0,
-        reparse_tag: 0,
-        file_id: file_id(a),
-        short_name: String::new(),
-        name: name.to_string(),
-        apple: None,
-        posix: None,
-    }
+/// The directory entry of `name` with attributes `a`, written over `info`, whose strings'
+/// room is used again (a listing describes thousands of entries, one after the other, with
+/// one of these).
+pub fn fill_dir_entry_info(info: &mut DirEntryInfo, name: &str, a: &FileAttr) {
+    // Every field named, so that a new one cannot be left over from the entry before.
+    let DirEntryInfo {
+        file_index,
+        creation_time,
+        last_access_time,
+        last_write_time,
+        change_time,
+        end_of_file,
+        allocation_size,
+        file_attributes,
+        ea_size,
+        reparse_tag,
+        file_id: id,
+        short_name,
+        name: name_field,
+        apple,
+        posix,
+    } = info;
+    [
+        *creation_time,
+        *last_access_time,
+        *last_write_time,
+        *change_time,
+    ] = times(a);
+    (*end_of_file, *allocation_size) = sizes(a);
+    *file_index = 0;
+    *file_attributes = FileAttributes(attributes(a));
+    *ea_size = 0;
+    *reparse_tag = 0;
+    *id = file_id(a);
+    short_name.clear();
+    name_field.clear();
+    name_field.push_str(name);
+    *apple = None;
+    *posix = None;
 }
 
 /// Control bits that describe the DACL ([MS-DTYP] 2.4.6).

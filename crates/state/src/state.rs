@@ -173,11 +173,15 @@ pub struct Tree {
     pub refused: bool,
 }
 
+/// A name a directory scan found, with its attributes when the scan described it.
+pub type Listed = (String, Option<Box<FileAttr>>);
+
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).
 pub struct DirCursor {
     /// The matching names, `.` and `..` first; only those two are described
-    /// at the scan, the others when they are returned.
-    pub entries: Vec<(String, Option<FileAttr>)>,
+    /// at the scan (boxed: an entry is then 32 bytes, not some 240, for the
+    /// thousands the others are), the others when they are returned.
+    pub entries: Vec<Listed>,
     pub next: usize,
 }
 

@@ -17,11 +17,13 @@
 //! with BUFFER_OVERFLOW; nothing matching on a fresh scan is NO_SUCH_FILE;
 //! nothing left is NO_MORE_FILES.
 
-use ringshare_vfs::{FileAttr, FsError};
+use ringshare_vfs::FsError;
 use ringshare_wire::consts::QueryDirectoryFlags;
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
 use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
-use ringshare_wire::fscc::{encode_dir_entry, name_matches, DirEntryChain, FileInfoClass};
+use ringshare_wire::fscc::{
+    encode_dir_entry, name_matches, DirEntryChain, DirEntryInfo, FileInfoClass,
+};
 use ringshare_wire::NtStatus;
 
 use crate::exchange::handles;
@@ -31,13 +33,27 @@ use crate::files::access::FILE_LIST_DIRECTORY;
 use crate::fsmap::status_of;
 use crate::path::check_component;
 use crate::server::lock;
-use crate::state::{DirCursor, Open};
+use crate::state::{DirCursor, Listed, Open};
 
-/// The response body: the fixed part, then the entries.
-fn body(out: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(8 + out.len());
-    QueryDirectoryResponse { buffer: out }.encode(&mut b);
-    b
+/// Bytes of the response's fixed part, kept at the start of the buffer the entries are
+/// written into, so that the body is that buffer and no copy of it.
+const HEAD: usize = 8;
+
+/// A buffer for a response's entries: [`HEAD`] bytes for the fixed part, room for `room`
+/// bytes of entries.
+fn start_body(room: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEAD + room);
+    out.resize(HEAD, 0);
+    out
+}
+
+/// The response body: the fixed part written into the [`HEAD`] bytes [`start_body`] kept,
+/// the entries after it.
+fn finish_body(mut out: Vec<u8>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(HEAD);
+    QueryDirectoryResponse::encode_head(&mut head, out.len() - HEAD);
+    out[..HEAD].copy_from_slice(&head);
+    out
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
@@ -143,14 +159,16 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
         });
     }
     let single = q.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
-    let mut out = Vec::new();
+    // Room for what most clients ask (64 KiB); a larger limit grows the buffer as it fills.
+    let mut out = start_body(limit.min(1 << 16));
     let mut chain = DirEntryChain::new(&out, limit);
+    let mut info = DirEntryInfo::default();
     while let Some((name, known)) = cursor.entries.get(cursor.next) {
         // An entry is looked at when it is returned: one removed since the
         // scan is left out, the others are described as they are now.
         let attr = match known {
             // `.` and `..`, described at the scan.
-            Some(a) => a.clone(),
+            Some(a) => (**a).clone(),
             None => match open.node.stat_entry(name) {
                 Ok(a) => a,
                 Err(FsError::NotFound) => {
@@ -180,7 +198,7 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
         if known.is_none() {
             crate::writetime::listed(server, &mut attr, q.now_ms);
         }
-        let mut info = fileinfo::dir_entry_info(name, &attr);
+        fileinfo::fill_dir_entry_info(&mut info, name, &attr);
         if zero_ids {
             info.file_id = 0;
         }
@@ -222,9 +240,12 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
             if chain.is_empty() {
                 // The first entry alone does not fit: send what fits of it.
                 encode_dir_entry(class, &info, &mut out);
-                out.truncate(limit);
+                out.truncate(HEAD + limit);
                 cursor.next += 1;
-                return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, body(&out)));
+                return Ok(Reply::with_status(
+                    NtStatus::BUFFER_OVERFLOW,
+                    finish_body(out),
+                ));
             }
             break;
         }
@@ -233,7 +254,7 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
             break;
         }
     }
-    if out.is_empty() {
+    if chain.is_empty() {
         // Everything left was removed meanwhile.
         return Err(if fresh {
             NtStatus::NO_SUCH_FILE
@@ -241,13 +262,13 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
             NtStatus::NO_MORE_FILES
         });
     }
-    Ok(Reply::ok(body(&out)))
+    Ok(Reply::ok(finish_body(out)))
 }
 
 /// `.` and `..` (described now) and the names of the directory's entries
 /// that match `pattern` (described when they are returned).
-fn list(open: &Open, pattern: &str) -> Result<Vec<(String, Option<FileAttr>)>, NtStatus> {
-    let mut out = Vec::new();
+fn list(open: &Open, pattern: &str) -> Result<Vec<Listed>, NtStatus> {
+    let mut out = Vec::with_capacity(2);
     let me = open.node.stat().map_err(status_of)?;
     let path = lock(&open.entry).path.clone();
     let parent = match path.parent() {
@@ -260,10 +281,12 @@ fn list(open: &Open, pattern: &str) -> Result<Vec<(String, Option<FileAttr>)>, N
     };
     for (name, attr) in [(".", me), ("..", parent)] {
         if name_matches(pattern, name) {
-            out.push((name.to_string(), Some(attr)));
+            out.push((name.to_string(), Some(Box::new(attr))));
         }
     }
-    for name in open.node.list_names().map_err(status_of)? {
+    let names = open.node.list_names().map_err(status_of)?;
+    out.reserve(names.len());
+    for name in names {
         // A POSIX open lists every name (as Samba); others those Windows can represent.
         let shown = if open.posix {
             crate::path::check_posix_component(&name).is_ok()

@@ -83,6 +83,12 @@ impl FileTime {
     /// [`FileTime::ZERO`] and times past [`FileTime::MAX`] clamp to it, so the
     /// result is never one of the SET_INFO special values -1 / -2.
     pub fn from_unix_nanos(nanos: i128) -> FileTime {
+        // Every time from 1678 to 2262 fits an i64 of nanoseconds, and its FILETIME then
+        // lies inside 0..=i64::MAX with no clamping: divide in 64 bits (a 128-bit division is
+        // a call into the compiler's runtime, and a listing makes four per entry).
+        if let Ok(n) = i64::try_from(nanos) {
+            return FileTime((n.div_euclid(100) + Self::UNIX_EPOCH.0 as i64) as u64);
+        }
         let ticks = nanos.div_euclid(100) + i128::from(Self::UNIX_EPOCH.0);
         FileTime(ticks.clamp(0, i128::from(i64::MAX)) as u64)
     }
@@ -405,6 +411,35 @@ mod tests {
         assert_eq!(FileTime::from_unix_nanos(ns + 99).to_unix_nanos(), ns);
         // Before 1970, flooring goes towards the past.
         assert_eq!(FileTime::from_unix_nanos(-1).to_unix_nanos(), -100);
+    }
+
+    #[test]
+    fn filetime_of_a_time_that_fits_64_bits_is_the_128_bit_formulas_at_every_edge() {
+        let wide = |n: i128| {
+            let ticks = n.div_euclid(100) + i128::from(FileTime::UNIX_EPOCH.0);
+            FileTime(ticks.clamp(0, i128::from(i64::MAX)) as u64)
+        };
+        let edges = [
+            i128::from(i64::MIN),
+            i128::from(i64::MIN) + 1,
+            i128::from(i64::MIN) + 99,
+            -101,
+            -100,
+            -99,
+            -1,
+            0,
+            1,
+            99,
+            100,
+            1_700_000_000_123_456_789,
+            i128::from(i64::MAX) - 1,
+            i128::from(i64::MAX),
+            i128::from(i64::MAX) + 1,
+            i128::from(i64::MIN) - 1,
+        ];
+        for n in edges {
+            assert_eq!(FileTime::from_unix_nanos(n), wide(n), "{n} ns");
+        }
     }
 
     #[test]
