@@ -11,6 +11,7 @@ mod rig;
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
+use std::time::{Duration, Instant};
 
 use ringshare_wire::NtStatus;
 
@@ -62,6 +63,24 @@ fn root_or_skip(test: &str) -> bool {
         "{test} mounts a tmpfs and needs root (CI runs as root); \
          set RINGSHARE_SKIP_ROOT=1 to skip it"
     );
+}
+
+/// How long until the file system of `dir` has `bytes` free; panics past `limit`.
+fn wait_for_free_space(dir: &Path, bytes: u64, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let st = rustix::fs::statvfs(dir).expect("statvfs");
+        let free = st.f_bavail * st.f_frsize;
+        if free >= bytes {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{free} bytes free {limit:?} after the file was removed and closed, not {bytes}: \
+             something still holds it open"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -127,8 +146,13 @@ fn writes_past_a_full_tmpfs_fail_with_disk_full_and_the_server_keeps_serving() {
         [0x5A; 4]
     );
     c.close(f).expect("close");
-    // Space freed: writes work again.
+    // Space freed: writes work again. The kernel frees a removed file's blocks with its last
+    // reference, which need not be gone when the CLOSE is answered (a reference an io_uring
+    // request took can be put a moment later, from a kernel worker); so the space is waited
+    // for, 5 s at most: a descriptor the server kept would hold it for good.
     std::fs::remove_file(share.join("fill.bin")).unwrap();
+    let waited = wait_for_free_space(&share, 1 << 20, Duration::from_secs(5));
+    eprintln!("the removed file's space was free {waited:?} after its removal");
     rig.still_serves("after the disk was full and space was freed");
     drop(rig);
     drop(mount);
@@ -218,7 +242,7 @@ fn out_of_descriptors_with_connections_waiting_the_server_neither_spins_nor_floo
     let log_before = rig.log().lines().count();
     let ticks_before = cpu_ticks(rig.pid());
     let waiting: Vec<_> = (0..3).map(|_| Raw::connect(rig.port)).collect();
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
     let ticks = cpu_ticks(rig.pid()) - ticks_before;
     let lines = rig.log().lines().count() - log_before;
     eprintln!(
