@@ -89,6 +89,11 @@ impl FileTime {
         if let Ok(n) = i64::try_from(nanos) {
             return FileTime((n.div_euclid(100) + Self::UNIX_EPOCH.0 as i64) as u64);
         }
+        Self::from_unix_nanos_wide(nanos)
+    }
+
+    /// [`Self::from_unix_nanos`] in 128 bits, for any time.
+    fn from_unix_nanos_wide(nanos: i128) -> FileTime {
         let ticks = nanos.div_euclid(100) + i128::from(Self::UNIX_EPOCH.0);
         FileTime(ticks.clamp(0, i128::from(i64::MAX)) as u64)
     }
@@ -415,10 +420,6 @@ mod tests {
 
     #[test]
     fn filetime_of_a_time_that_fits_64_bits_is_the_128_bit_formulas_at_every_edge() {
-        let wide = |n: i128| {
-            let ticks = n.div_euclid(100) + i128::from(FileTime::UNIX_EPOCH.0);
-            FileTime(ticks.clamp(0, i128::from(i64::MAX)) as u64)
-        };
         let edges = [
             i128::from(i64::MIN),
             i128::from(i64::MIN) + 1,
@@ -438,7 +439,11 @@ mod tests {
             i128::from(i64::MIN) - 1,
         ];
         for n in edges {
-            assert_eq!(FileTime::from_unix_nanos(n), wide(n), "{n} ns");
+            assert_eq!(
+                FileTime::from_unix_nanos(n),
+                FileTime::from_unix_nanos_wide(n),
+                "{n} ns"
+            );
         }
     }
 
