@@ -1,6 +1,6 @@
 //! Stored security descriptors are enforced; the creator owns new files.
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::{AccessMask, CreateDisposition as D};

@@ -5,7 +5,7 @@
 //! closing the connection, an unsigned one is still taken; and the session is
 //! never asked to encrypt.
 
-mod support;
+use crate::support;
 
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
 use ringshare_vfs::memory::MemShare;

@@ -4,9 +4,8 @@
 //! UNLOCK; it is full). Each test holds the connection's lookups (the driver's home-call
 //! threads carry them later): no call reaches the home until a held lookup is carried.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::ClusterNode;

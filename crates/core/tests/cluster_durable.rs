@@ -4,9 +4,8 @@
 //! persistent part, its byte-range locks, its lease and its data. Nodes
 //! are server cores on the in-memory bus of `support/cluster.rs`.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::{node_of, ClusterNode, Reclaim};

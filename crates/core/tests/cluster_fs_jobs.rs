@@ -4,9 +4,8 @@
 //! locks), each once: the home's answer taken before the job was asked is kept for the run
 //! after it (cmd/io_check.rs), not asked again.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -8,9 +8,8 @@
 //! the connection answers another request meanwhile (cluster_calls.rs has the calls a node
 //! makes to a file's home for its own clients).
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::{msg, ClusterNode};

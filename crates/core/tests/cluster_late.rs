@@ -10,9 +10,8 @@
 //! while the test says so and hands the answers over when it chooses
 //! (`Cluster::deliver_late`), as the peer connection's thread does once they come.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::ClusterNode;

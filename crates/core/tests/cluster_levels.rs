@@ -5,9 +5,8 @@
 //! its level; these tests show what a mixed cluster does instead, and what it loses (a
 //! directory lease's break below level 2, a POSIX open's flag at a home below level 3).
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::{cluster_level, msg, ClusterNode};

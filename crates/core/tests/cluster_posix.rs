@@ -6,9 +6,8 @@
 //! renames it over POSIX opens below. What a home of level 2 does instead is in
 //! cluster_levels.rs.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::node_of;

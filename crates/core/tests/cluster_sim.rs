@@ -6,9 +6,8 @@
 //! homed on another node travels as an encoded message and is decided by
 //! that node's core.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -9,9 +9,8 @@
 //! whole for the next reconnect. Nodes are server cores on the in-memory bus of
 //! `support/cluster.rs`.
 
-#[path = "support/cluster.rs"]
-mod cluster_support;
-mod support;
+use crate::cluster_support;
+use crate::support;
 
 use cluster_support::*;
 use ringshare_core::cluster::{msg, node_of};

@@ -1,6 +1,6 @@
 //! Framework rules: related compounds, async replies (CHANGE_NOTIFY, CANCEL), credits.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::{Command, CreateDisposition as D, HeaderFlags};
 use ringshare_wire::{FileId, NtStatus};

@@ -1,5 +1,5 @@
 //! CREATE and CLOSE over the in-memory share.
-mod support;
+use crate::support;
 
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::CreateDisposition as D;

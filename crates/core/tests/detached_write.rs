@@ -2,7 +2,7 @@
 //! from the socket into a pipe, then into the file): which frames qualify,
 //! and that such a WRITE goes through every check a whole one does.
 
-mod support;
+use crate::support;
 
 use ringshare_core::{IoDone, IoOp, Output};
 use ringshare_wire::consts::{Command, CreateDisposition, HeaderFlags};

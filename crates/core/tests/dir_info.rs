@@ -1,5 +1,5 @@
 //! QUERY_DIRECTORY, QUERY_INFO and SET_INFO.
-mod support;
+use crate::support;
 
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::CreateDisposition as D;

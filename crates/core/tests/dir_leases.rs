@@ -4,7 +4,7 @@
 //! something inside the directory changes, except the lease whose key the
 //! changing open sent as its ParentLeaseKey.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

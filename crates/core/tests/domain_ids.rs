@@ -4,7 +4,7 @@
 //! kernel enforces. A file's ids in the other backends' ranges read back as their SIDs the same
 //! way.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! backend made to clone blocks (it copies, with the kernel's checks of a
 //! clone). The answers are Samba 4.22's with `vfs objects = btrfs`.
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition;

@@ -3,7 +3,7 @@
 //! open keeps, who may take it back, and when it goes. Clients are
 //! connections of one server; a connection "drops" with `conn.shutdown`.
 
-mod support;
+use crate::support;
 
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;

@@ -3,7 +3,7 @@
 //! FileAllInformation ([MS-SMB2] 2.2.13.2.1, 3.3.5.20.1, 3.3.5.21.1;
 //! [MS-FSA] 2.1.5.12.12, 2.1.5.14.2; [MS-FSCC] 2.4.15).
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::{OpenOptions, RelPath, Share};
 use ringshare_wire::consts::{Command, CreateDisposition as D};

@@ -1,6 +1,6 @@
 //! `smb encrypt = required` on a share: sessions that cannot encrypt are refused.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::Command;
 use ringshare_wire::tree::TreeConnectRequest;

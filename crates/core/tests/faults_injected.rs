@@ -1,7 +1,7 @@
 //! Backend failures reach the client as the right NTSTATUS, in-process over the memory backend
 //! with injected faults: read, write, create, rename, delete, query directory, set info, flush
 //! and a full disk. Each fault is used up once; the next request on the same connection works.
-mod support;
+use crate::support;
 
 use ringshare_vfs::memory::{FaultOp, MemShare};
 use ringshare_vfs::{FsError, RelPath};

@@ -2,7 +2,7 @@
 //! behaviour): the server query's answer, once per connection, and file ids
 //! of 0 afterwards with `fruit:zero_file_id`.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! once the job ran, watchers told only of a change the job made. On a local share nothing
 //! changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! once the removal worked. The answers, what watchers hear and which leases break are those of
 //! a local share, where nothing changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

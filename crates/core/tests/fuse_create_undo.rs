@@ -7,7 +7,7 @@
 //! answers are those of a local share, where the undo is made at once; what another client
 //! holds meanwhile is left to it.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! what the server's shared state decides stays on the I/O thread (docs/cluster-internals.md,
 //! "Built so far"). The share is the FUSE-like in-memory share of support/fuse.rs.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! is evicted, and every other client of the I/O thread would wait with it. The answers are
 //! those of a local share, where the stat is made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

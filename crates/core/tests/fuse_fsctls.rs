@@ -5,7 +5,7 @@
 //! as on a local share after it; the object id FSCTLs make none. The share is the
 //! FUSE-like in-memory share of support/fuse.rs.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! system call is made on the I/O thread; the file gets the same POSIX entries as on a local
 //! share, and a failing source fails the CREATE as there.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

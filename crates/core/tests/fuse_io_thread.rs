@@ -6,7 +6,7 @@
 //! thread ([`Calls::on_io_thread`]). Each step names what it does; the test lists every step
 //! that made a call on the I/O thread and the kinds of the calls.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::NtStatus;

@@ -7,7 +7,7 @@
 //! locks set on them (`Calls::lock_sets`) and refuse them while a "local program" holds one
 //! (`Calls::locked`).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! that size and the check against local POSIX locks are asked as a file system job, away from
 //! the I/O thread ([`ringshare_core::fsjob`]): the READ parks meanwhile (issue 33).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

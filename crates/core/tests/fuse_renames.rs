@@ -6,7 +6,7 @@
 //! job. The answers and what watchers hear are those of a local share. On a local share
 //! nothing changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

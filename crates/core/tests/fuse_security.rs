@@ -5,7 +5,7 @@
 //! asked after the job, and the descriptor read again in a second job. On a local share
 //! nothing changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

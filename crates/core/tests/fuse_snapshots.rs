@@ -7,7 +7,7 @@
 //! The answers are a local share's. The share is the FUSE-like in-memory share of
 //! support/fuse.rs, its `.snapshots` laid out as snapper does.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! AfpInfo WRITE. No file system call is made on the I/O thread, and the answers are those of a
 //! local share, where nothing changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

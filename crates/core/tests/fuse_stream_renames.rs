@@ -5,7 +5,7 @@
 //! there (the review of session 48, finding 1, whose tests these follow). The share is the
 //! FUSE-like in-memory share of support/fuse.rs.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

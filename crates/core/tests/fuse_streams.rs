@@ -7,7 +7,7 @@
 //! the review of session 48's finding 1 found missing in the first such jobs). The answers are
 //! those of a local share, where nothing changes: no job, the calls made at once.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

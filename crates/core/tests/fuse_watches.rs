@@ -5,7 +5,7 @@
 //! opens and lists every directory below. Nothing waits for them; the answers are those of a
 //! local share, where the watches are added at once.
 
-mod support;
+use crate::support;
 
 use ringshare_core::notify_kernel::mask;
 use ringshare_vfs::Share;

@@ -4,7 +4,7 @@
 //! initiator (crates/auth/src/krb5/testdata); the test plays the KDC with the replies MIT's KDC
 //! gave.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! its request timer; the answer then carries the AsyncId and grants no credits
 //! (crates/core/src/conn/interim.rs).
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::{FileId, NtStatus};

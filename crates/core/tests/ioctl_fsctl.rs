@@ -1,7 +1,7 @@
 //! FSCTLs served by IOCTL ([MS-SMB2] 3.3.5.15): server-side copy, sparse
 //! files, allocated ranges, compression; driven through a whole connection.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::CreateDisposition;
 use ringshare_wire::ioctl::{

@@ -1,6 +1,6 @@
 //! Server-level FSCTLs: network interfaces and object ids.
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition as D;

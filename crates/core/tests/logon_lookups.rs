@@ -2,7 +2,7 @@
 //! winbind) is asked away from the I/O thread: the SESSION_SETUP waits for its answer, and the
 //! connection's other requests are answered meanwhile.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! shared by every channel, logoff seen everywhere, channel loss, and
 //! channel sequence numbers (3.3.5.2.10).
 
-mod support;
+use crate::support;
 
 use ringshare_auth::gss::ClientAuth;
 use ringshare_core::SigningPolicy;

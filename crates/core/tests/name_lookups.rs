@@ -4,7 +4,7 @@
 //! directories on the way are there as named. The share here is the in-memory one with its
 //! case-insensitive looks recorded.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,7 @@
 //! CHANGE_NOTIFY ([MS-SMB2] 3.3.5.19): what watchers of a directory are told
 //! when clients change it, and how requests, buffers and endings behave.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::fscc::{decode_notify_chain, FileRenameInformation};

@@ -4,7 +4,7 @@
 //! smb2.oplock and smb2.lease suites check). Two clients are two
 //! connections of one server.
 
-mod support;
+use crate::support;
 
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;

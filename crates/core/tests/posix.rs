@@ -4,7 +4,7 @@
 //! and the POSIX listing class are for POSIX opens only (INVALID_LEVEL otherwise), as Samba 4.22
 //! answers (compared with it in crates/ringshare/tests/posix.rs).
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::codec::decode_output_buffer_response;

@@ -4,7 +4,7 @@
 //! the snapshots are plain directories of the in-memory share's
 //! `.snapshots`, as snapper lays them out.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

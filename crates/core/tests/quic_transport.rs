@@ -3,7 +3,7 @@
 //! SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY is not asked to encrypt (2.2.3.1.5,
 //! 3.3.5.4), unless `server smb encryption over quic` says so.
 
-mod support;
+use crate::support;
 
 use ringshare_core::{EncryptPolicy, SigningPolicy, Transport};
 use ringshare_vfs::memory::MemShare;

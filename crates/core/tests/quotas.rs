@@ -1,7 +1,7 @@
 //! The free space a user is shown honours their quota (crate::quota, cmd/quota.rs): the share's
 //! quota source is asked on a lookup, as the user, and FileFsSizeInformation and
 //! FileFsFullSizeInformation show what Samba 4.22 shows.
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

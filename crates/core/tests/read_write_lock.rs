@@ -1,5 +1,5 @@
 //! READ, WRITE, FLUSH, LOCK, compounds, signing and IOCTL.
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

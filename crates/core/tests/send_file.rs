@@ -1,7 +1,7 @@
 //! Which READs the core hands to the driver as send-file frames (data spliced
 //! from the file, never in user memory) and which it reads into a buffer.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

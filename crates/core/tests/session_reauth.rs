@@ -1,6 +1,6 @@
 //! Re-authentication: SESSION_SETUP on an existing session keeps its id and opens.
 
-mod support;
+use crate::support;
 
 use ringshare_vfs::Share;
 use ringshare_wire::consts::CreateDisposition as D;

@@ -2,7 +2,7 @@
 //! `file:stream` opened, made, read, written, listed, deleted; own share modes;
 //! the file kept while its streams are open; the 64 KiB limit of one stream.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

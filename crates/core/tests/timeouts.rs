@@ -1,6 +1,6 @@
 //! Connections that never log on, and idle ones, are closed; busy ones are not.
 
-mod support;
+use crate::support;
 
 use ringshare_core::{Connection, Entropy, Now, Output, SigningPolicy};
 use ringshare_vfs::memory::MemShare;

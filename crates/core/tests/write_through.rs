@@ -4,7 +4,7 @@
 //! once the fsync completed, and an error of either step is the client's answer. Here the test
 //! plays the driver and holds every I/O request until it completes it.
 
-mod support;
+use crate::support;
 
 use ringshare_core::{IoDone, IoOp, IoRequest, Output};
 use ringshare_vfs::memory::MemShare;

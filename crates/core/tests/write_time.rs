@@ -3,7 +3,7 @@
 //! seconds after a handle's first write, at once on FLUSH or SET_INFO, and
 //! at close; listings and getinfo agree.
 
-mod support;
+use crate::support;
 
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::CloseResponse;
