@@ -20,8 +20,9 @@ scripts/install-deps.sh --test
 phase install-deps
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 if [ "${CI:-}" = "true" ]; then
-    # A clean CI build spends much of its time compiling and linking some 70 test binaries with
-    # full debug information; line tables keep file:line in every backtrace at less cost.
+    # A clean CI build spends much of its time compiling and linking the test binaries (some 80;
+    # crates/core's integration tests are one) with full debug information; line tables keep
+    # file:line in every backtrace at less cost.
     # (Local builds keep the dev profile as it is.)
     export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_PROFILE_TEST_DEBUG=line-tables-only
     # A clean clone builds everything once: incremental caches would only be written, never
@@ -50,7 +51,7 @@ env "CARGO_TARGET_${host}_RUNNER=$PWD/scripts/test-time-limit.sh" cargo test --w
 phase tests
 # Kernel quotas (issue 31): this machine's kernel keeps none on ext4 and has no xfs, so the tests
 # that read and set real limits through quotactl (on ext4 and on xfs) run in a guest of Debian's
-# own kernel (about 1.5 minutes).
+# own kernel (about 1.5 minutes; its ext4 and xfs tests run side by side).
 quota_test=$(cargo test -p ringshare --test quotas --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:

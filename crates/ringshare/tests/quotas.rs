@@ -200,7 +200,7 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
         (ADMIN, &["-S", "FSQLIM:300/400"]),
         (ADMIN, &["-S", "FSQFLAGS:QUOTA_ENABLED/DENY_DISK"]),
     ];
-    let mut seen = shown(srv, conf, &asks);
+    let mut seen = shown(srv, conf, ADMIN, &asks);
     let mut sets: Vec<String> = fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -216,24 +216,24 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
 /// smb2.create.quota-fake-file and smb2.getinfo.fsinfo as the administrator (the latter asks
 /// every file system class of the share's root, the quota one, FileFsControlInformation, and
 /// FileFsObjectIdInformation among them).
-fn shown(srv: &Running, conf: &Path, asks: &[(&str, &[&str])]) -> Vec<String> {
+fn shown(srv: &Running, conf: &Path, admin: &str, asks: &[(&str, &[&str])]) -> Vec<String> {
     let mut seen = Vec::new();
     for (user, args) in asks {
         let shown = smbcquotas(srv, conf, user, args);
         seen.push(format!("{user} {args:?}: {shown:?}"));
     }
     for test in ["smb2.create.quota-fake-file", "smb2.getinfo.fsinfo"] {
-        seen.push(torture_as_admin(srv, conf, test));
+        seen.push(torture_as_admin(srv, conf, admin, test));
     }
     seen
 }
 
-/// smbtorture's `test` as the administrator: its outcome line.
-fn torture_as_admin(srv: &Running, conf: &Path, test: &str) -> String {
+/// smbtorture's `test` as the administrator `admin`: its outcome line.
+fn torture_as_admin(srv: &Running, conf: &Path, admin: &str, test: &str) -> String {
     let out = srv
         .command("smbtorture")
         .args(["-s", conf.to_str().unwrap(), "//127.0.0.1/share", "-U"])
-        .arg(format!("{ADMIN}%{PASS}"))
+        .arg(format!("{admin}%{PASS}"))
         .arg(test)
         .output()
         .expect("run smbtorture");
@@ -272,9 +272,13 @@ fn smbcquotas_lists_shows_and_sets_quotas_as_on_samba() {
         "\tget quota command = {script}\n\tset quota command = {}\n",
         set.display()
     );
-    let seen = on_both(tmp.path(), &global, &[WITHIN, OVER, ADMIN], |srv, conf| {
-        quota_answers(srv, conf, tmp.path())
-    });
+    let seen = on_both(
+        tmp.path(),
+        &global,
+        ADMIN,
+        &[WITHIN, OVER, ADMIN],
+        |srv, conf| quota_answers(srv, conf, tmp.path()),
+    );
     eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
     let (samba, ours) = (&seen[0], &seen[1]);
     // What Samba 4.22.6 shows (measured by hand the same way): a user may not open the quota
@@ -325,18 +329,19 @@ fn without_a_quota_command_on_a_file_system_without_quotas_clients_see_what_samb
         (ADMIN, &["-F"]),
         (ADMIN, &["-S", &format!("UQLIM:{WITHIN}:1000/2000")]),
     ];
-    let seen = on_both(tmp.path(), "", &[WITHIN, ADMIN], |srv, conf| {
-        shown(srv, conf, &asks)
+    let seen = on_both(tmp.path(), "", ADMIN, &[WITHIN, ADMIN], |srv, conf| {
+        shown(srv, conf, ADMIN, &asks)
     });
     eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
     assert_eq!(seen[1], seen[0]);
 }
 
 /// Samba's smbd, then ringshare, each on its own network with `global` and a writable share
-/// in `tmp` whose `admin users` is [`ADMIN`], serving `users`: what `f` saw on each.
+/// in `tmp` whose `admin users` is `admin`, serving `users`: what `f` saw on each.
 fn on_both<T>(
     tmp: &Path,
     global: &str,
+    admin: &str,
     users: &[&str],
     mut f: impl FnMut(&Running, &Path) -> T,
 ) -> Vec<T> {
@@ -344,7 +349,7 @@ fn on_both<T>(
     fs::create_dir_all(&share).unwrap();
     fs::set_permissions(&share, fs::Permissions::from_mode(0o777)).unwrap();
     let section = format!(
-        "[share]\n\tpath = {}\n\tread only = no\n\tadmin users = {ADMIN}\n",
+        "[share]\n\tpath = {}\n\tread only = no\n\tadmin users = {admin}\n",
         share.display()
     );
     let conf = twin::client_conf(&tmp.join("client"));
@@ -417,19 +422,24 @@ impl Drop for QuotaFs {
 #[test]
 #[ignore = "needs a kernel with ext4 quotas: scripts/quota-vm.sh runs it"]
 fn real_kernel_quotas_on_ext4_are_shown_listed_and_set_as_on_samba() {
-    kernel_quotas_answer_as_samba("ext4");
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    kernel_quotas_answer_as_samba("ext4", [WITHIN, OVER, ADMIN]);
 }
 
 /// The same on xfs (`uquota,gquota`), whose quotas the kernel keeps itself (no quota files;
 /// Samba reads them through its xfs module, ringshare through the generic quotactl, which xfs
-/// answers too). This machine's kernel has no xfs: in the guest too.
+/// answers too). This machine's kernel has no xfs: in the guest too. Its own accounts, so that
+/// it runs beside the ext4 one (each spends about two minutes in the guest's emulated CPU,
+/// starting Samba's programs: the guest has two).
 #[test]
 #[ignore = "needs a kernel with xfs: scripts/quota-vm.sh runs it"]
 fn real_kernel_quotas_on_xfs_are_shown_listed_and_set_as_on_samba() {
-    kernel_quotas_answer_as_samba("xfs");
+    kernel_quotas_answer_as_samba("xfs", ["rsxquota1", "rsxquota2", "rsxqadmin"]);
 }
 
-fn kernel_quotas_answer_as_samba(fs: &str) {
+/// The kernel-quota comparison on `fs` with the accounts `[within, over, admin]` (as
+/// [`WITHIN`], [`OVER`] and [`ADMIN`]).
+fn kernel_quotas_answer_as_samba(fs: &str, [within, over, admin]: [&str; 3]) {
     if !twin::root_and_tools_or_skip(
         "kernel quotas against Samba",
         &[
@@ -444,15 +454,14 @@ fn kernel_quotas_answer_as_samba(fs: &str) {
     ) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = TempDir::new("kquotas");
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let Some(qfs) = QuotaFs::mount(tmp.path(), fs) else {
         panic!("this kernel cannot mount {fs} with quotas: run it in scripts/quota-vm.sh");
     };
-    let _accounts = Accounts::create(&[], &[(WITHIN, &[]), (OVER, &[]), (ADMIN, &[])], None);
+    let _accounts = Accounts::create(&[], &[(within, &[]), (over, &[]), (admin, &[])], None);
     let mnt = qfs.dir.to_str().unwrap().to_string();
-    // WITHIN: 100 KiB soft, 200 KiB hard, 20 KiB in use; OVER: past a 16 KiB soft limit.
+    // `within`: 100 KiB soft, 200 KiB hard, 20 KiB in use; `over`: past a 16 KiB soft limit.
     let set = |user: &str, soft: &str, hard: &str| {
         let ok = std::process::Command::new("setquota")
             .args(["-u", user, soft, hard, "0", "0", &mnt])
@@ -461,31 +470,31 @@ fn kernel_quotas_answer_as_samba(fs: &str) {
             .success();
         assert!(ok, "setquota {user}");
     };
-    set(WITHIN, "100", "200");
-    set(OVER, "16", "400");
-    for (user, kib) in [(WITHIN, 20), (OVER, 40)] {
+    set(within, "100", "200");
+    set(over, "16", "400");
+    for (user, kib) in [(within, 20), (over, 40)] {
         let f = qfs.dir.join(format!("{user}.dat"));
         fs::write(&f, vec![7u8; kib * 1024]).unwrap();
         let id = twin::uid(user);
         std::os::unix::fs::chown(&f, Some(id), None).unwrap();
     }
     let asks: [(&str, &[&str]); 6] = [
-        (WITHIN, &["-u", WITHIN]),
-        (ADMIN, &["-u", WITHIN]),
-        (ADMIN, &["-u", OVER]),
-        (ADMIN, &["-L"]),
-        (ADMIN, &["-F"]),
-        (ADMIN, &["-S", &format!("UQLIM:{WITHIN}:300000/400000")]),
+        (within, &["-u", within]),
+        (admin, &["-u", within]),
+        (admin, &["-u", over]),
+        (admin, &["-L"]),
+        (admin, &["-F"]),
+        (admin, &["-S", &format!("UQLIM:{within}:300000/400000")]),
     ];
-    let seen = on_both(&qfs.dir, "", &[WITHIN, OVER, ADMIN], |srv, conf| {
+    let seen = on_both(&qfs.dir, "", admin, &[within, over, admin], |srv, conf| {
         // Back to the first limits before each server (the other may have set them).
-        set(WITHIN, "100", "200");
-        let mut shown = shown(srv, conf, &asks);
-        for user in [WITHIN, OVER] {
+        set(within, "100", "200");
+        let mut shown = shown(srv, conf, admin, &asks);
+        for user in [within, over] {
             shown.push(format!("{user} du: {}", du(srv, conf, user, ".")));
         }
         let after = std::process::Command::new("quota")
-            .args(["-u", "-w", WITHIN])
+            .args(["-u", "-w", within])
             .output()
             .unwrap();
         shown.push(format!(

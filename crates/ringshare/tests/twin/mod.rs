@@ -61,6 +61,10 @@ pub fn root_and_tools_or_skip(test: &str, tools: &[&str]) -> bool {
     false
 }
 
+/// Held while accounts are added or removed: `useradd` and `userdel` of tests running at once
+/// in one binary would meet on the password file's lock.
+static ACCOUNT_CHANGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Unix accounts and groups of a test, removed on drop.
 pub struct Accounts {
     users: Vec<String>,
@@ -75,7 +79,8 @@ impl Accounts {
             users: users.iter().map(|(u, _)| u.to_string()).collect(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
         };
-        a.remove();
+        let _changing = ACCOUNT_CHANGES.lock().unwrap_or_else(|p| p.into_inner());
+        a.remove_now();
         for g in groups {
             must("groupadd", &[g]);
         }
@@ -101,6 +106,12 @@ impl Accounts {
     }
 
     fn remove(&self) {
+        let _changing = ACCOUNT_CHANGES.lock().unwrap_or_else(|p| p.into_inner());
+        self.remove_now();
+    }
+
+    /// [`Accounts::remove`] with [`ACCOUNT_CHANGES`] held by the caller.
+    fn remove_now(&self) {
         for u in &self.users {
             run("userdel", &[u]);
         }
