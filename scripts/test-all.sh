@@ -20,8 +20,8 @@ scripts/install-deps.sh --test
 phase install-deps
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 if [ "${CI:-}" = "true" ]; then
-    # A clean CI build spends much of its time compiling and linking the test binaries (some 80;
-    # crates/core's integration tests are one) with full debug information; line tables keep
+    # A clean CI build spends much of its time compiling and linking the test binaries (52:
+    # 35 of integration tests, most crates' in one) with full debug information; line tables keep
     # file:line in every backtrace at less cost.
     # (Local builds keep the dev profile as it is.)
     export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_PROFILE_TEST_DEBUG=line-tables-only
@@ -39,6 +39,8 @@ scripts/core-cycles.sh --acyclic crates/state/src
 scripts/core-cycles.sh --acyclic crates/cluster-home/src
 scripts/core-cycles.sh --acyclic crates/core/src
 scripts/server-parts.py --check
+# Crates whose integration tests are one binary (autotests off) build every file in tests/.
+scripts/tests-listed.py
 phase checks
 cargo clippy --workspace --all-targets -- -D warnings
 phase clippy

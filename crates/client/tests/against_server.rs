@@ -1,6 +1,6 @@
 //! The client against the real server core, in process.
 
-mod support;
+use crate::support;
 
 use ringshare_client::{ClientError, Event, Reply};
 use ringshare_core::SigningPolicy;

@@ -2,7 +2,7 @@
 //! one's session ([MS-SMB2] 3.2.4.1.7, 3.2.5.3.3) against the real server
 //! core, in process, and carries I/O on the session's opens.
 
-mod support;
+use crate::support;
 
 use ringshare_client::{ClientConn, Event, Reply, SmbError};
 use ringshare_core::SigningPolicy;

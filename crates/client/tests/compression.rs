@@ -2,7 +2,7 @@
 //! negotiate, compressed WRITE requests, compressed READ responses, with
 //! signing and encryption, and the server's answers to bad input.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -380,7 +380,7 @@ fn a_compressed_message_the_server_cannot_take_closes_the_connection() {
 /// then its WRITE again with 4 KiB of zeros (chained, Pattern_V1) and with
 /// 4 KiB of text (unchained LZ4): so the fuzzer reaches the server's receive
 /// step with compression agreed. Run:
-/// `cargo test -p ringshare-client --test compression -- --ignored write_compression_fuzz_seed`
+/// `cargo test -p ringshare-client --test client_tests compression:: -- --ignored write_compression_fuzz_seed`
 #[test]
 #[ignore]
 fn write_compression_fuzz_seed() {

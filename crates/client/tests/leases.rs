@@ -1,7 +1,7 @@
 //! Leases from the client side: what a directory lease's grant and break
 //! look like to a client that caches a listing under it.
 
-mod support;
+use crate::support;
 
 use ringshare_client::{Event, Reply};
 use ringshare_core::SigningPolicy;

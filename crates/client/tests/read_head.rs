@@ -1,7 +1,7 @@
 //! READ replies taken from their head, the data left to the caller
 //! (`ClientConn::receive_read_head`), against the real server core.
 
-mod support;
+use crate::support;
 
 use ringshare_client::{ClientError, Reply, READ_HEAD_LEN};
 use ringshare_core::SigningPolicy;

@@ -6,7 +6,7 @@
 //! allocation. Every READ decompresses (ringshare's client) to the file's
 //! bytes.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! over TCP the offer changes nothing: a client that cannot encrypt is
 //! refused there.
 
-mod support;
+use crate::support;
 
 use ringshare_core::{EncryptPolicy, SigningPolicy, Transport};
 use ringshare_wire::consts::Dialect;

@@ -1,7 +1,7 @@
 //! WRITEs whose data the caller sends apart from the request
 //! (`ClientConn::write_apart`), against the real server core, in process.
 
-mod support;
+use crate::support;
 
 use ringshare_client::{ClientError, Event, Reply};
 use ringshare_core::SigningPolicy;

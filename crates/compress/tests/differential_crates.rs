@@ -3,7 +3,7 @@
 //! decompression), lznt1 (LZNT1 both ways), xpress-huffman (LZ77+Huffman
 //! decompression).
 
-mod common;
+use crate::common;
 
 use ringshare_compress::{compress_into, decompress, CompressionAlgorithm as A};
 

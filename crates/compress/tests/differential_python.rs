@@ -5,7 +5,7 @@
 //! `RINGSHARE_COMPRESS_PYTHON`, else `~/.cache/ringshare/venv-compress`
 //! (made by `scripts/install-deps.sh --test`), else `python3`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

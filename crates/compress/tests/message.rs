@@ -1,7 +1,7 @@
 //! The receive and send steps over whole messages: the receiver checks of
 //! [MS-SMB2] 3.3.5.2.x and compression only when smaller.
 
-mod common;
+use crate::common;
 
 use ringshare_compress::message::{size_limit, CompressOptions, Disconnect};
 use ringshare_compress::{compress_message, decompress_message, CompressionAlgorithm as A};

@@ -1,7 +1,7 @@
 //! Round trips of every codec over varied data, every short length, and
 //! every truncation of a valid stream.
 
-mod common;
+use crate::common;
 
 use ringshare_compress::{compress_into, decompress, CompressionAlgorithm as A, Error};
 

@@ -2,7 +2,7 @@
 //! --transport quic` drives) against its server, datagrams handed across by
 //! hand.
 
-mod common;
+use crate::common;
 use common::{server_with, Event, Instant, Limits, ReadState, Server, SocketAddr};
 use ringshare_quic::client::{client_config, Client, ClientEvent, Trust};
 use sha2::{Digest, Sha256};

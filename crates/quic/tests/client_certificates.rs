@@ -3,7 +3,7 @@
 //! issuer), against a quinn-proto client in the same process presenting an
 //! allowed, a denied, a foreign or no certificate.
 
-mod common;
+use crate::common;
 use common::*;
 
 use ringshare_quic::access::{parse_rules, Rule};

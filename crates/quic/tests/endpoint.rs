@@ -1,6 +1,6 @@
 //! The server endpoint against a quinn-proto client in the same process.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -3,7 +3,7 @@
 //! changed without a restart), against the real binary with Debian's
 //! smbclient and python's smbprotocol as clients.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! loopback: data verified byte for byte, signed and encrypted sessions in every
 //! SMB 3 dialect, credits under pipelining, and server errors reported by name.
 
-mod common;
+use crate::common;
 
 use common::{bench, bench_as, Server, ServerConfig, PASSWORD, SHARE, USER};
 

@@ -8,7 +8,7 @@
 //! -v` flags shared). Needs root (losetup, mount), btrfs-progs, xfsprogs and python3-venv;
 //! `RINGSHARE_SKIP_PY=1` skips it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

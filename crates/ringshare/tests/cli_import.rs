@@ -1,6 +1,6 @@
 //! `ringshare user import`: Samba's users, as `pdbedit -L -w` lists them, with their passwords.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `ringshare testparm`: the binary on Debian's stock smb.conf, on the configurations the tests
 //! serve with, on refused files, and on its own output.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

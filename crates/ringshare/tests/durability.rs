@@ -3,8 +3,7 @@
 //! reply arrived is on disk, checked by content), and SIGTERM with requests in flight (the process
 //! exits 0 promptly; every in-flight request is answered or its connection closed, never a hang).
 
-mod common;
-mod rig;
+use crate::rig;
 
 use std::io::Write;
 use std::net::Shutdown;

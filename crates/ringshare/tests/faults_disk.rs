@@ -6,8 +6,8 @@
 //! Mounting needs root (CI runs as root). Without root the test fails with a clear message,
 //! unless RINGSHARE_SKIP_ROOT=1 is set, which skips it loudly.
 
-mod common;
-mod rig;
+use crate::common;
+use crate::rig;
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;

@@ -1,6 +1,6 @@
 //! Hostile peers on the network: the server closes them and keeps serving everyone else.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

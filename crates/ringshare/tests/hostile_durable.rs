@@ -3,8 +3,7 @@
 //! disconnected handle, and more disconnected opens than the server keeps. Each ends with a
 //! proper status, nothing leaked, and a fresh client served.
 
-mod common;
-mod rig;
+use crate::rig;
 
 use std::time::{Duration, Instant};
 

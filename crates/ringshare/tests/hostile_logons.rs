@@ -3,8 +3,8 @@
 //! matches (with Debian's `fail2ban-regex`) and no user name can forge one, and with `failed logon
 //! backoff` an address that keeps failing waits longer for each answer.
 
-mod common;
-mod rig;
+use crate::common;
+use crate::rig;
 
 use std::io::Write;
 use std::net::TcpStream;

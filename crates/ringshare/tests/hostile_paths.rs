@@ -2,8 +2,8 @@
 //! QUERY_DIRECTORY pattern, nothing outside the share is ever read, listed or written, including
 //! while a directory is swapped for a symlink to the outside between lookup and open.
 
-mod common;
-mod rig;
+use crate::common;
+use crate::rig;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,8 +3,7 @@
 //! chains that are huge or loop, ids of another user's session. Each refusal is an error status or
 //! a dropped connection ([MS-SMB2] 3.3.5.2), and a fresh client is served normally afterwards.
 
-mod common;
-mod rig;
+use crate::rig;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -4,8 +4,8 @@
 //! operation carries its own user's personality). Root only, as CI runs (the server acts as the
 //! accounts rsalice and rsbob, made by the test harness).
 
-mod common;
-mod rig;
+use crate::common;
+use crate::rig;
 
 use std::os::unix::fs::PermissionsExt;
 

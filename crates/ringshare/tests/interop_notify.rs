@@ -5,7 +5,7 @@
 //! Needs smbclient (`apt-get install -y smbclient`); without it the tests
 //! print a loud note and pass, as the other interop tests do.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! Needs smbclient (`apt-get install -y smbclient`). Without it the tests print a loud note and
 //! pass, except under CI (env `CI` set), where they fail.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! server during a `ringshare bench` run, and the test reads a request rate
 //! and a latency quantile back through Prometheus's HTTP API.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

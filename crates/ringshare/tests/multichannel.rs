@@ -4,7 +4,7 @@
 //! driver's "connection accepted worker=N" debug line; CPU ticks of the
 //! `ringshare-ring-N` threads from /proc are printed alongside).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -2,8 +2,8 @@
 //! let go at the send timeout, and a file shrinking under spliced READs yields
 //! well-formed replies (zero padding) on a connection that stays usable.
 
-mod common;
-mod rig;
+use crate::common;
+use crate::rig;
 
 use std::path::Path;
 use std::thread;

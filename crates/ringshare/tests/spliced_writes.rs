@@ -3,8 +3,7 @@
 //! intact, refused WRITEs leave the stream in step, and `use sendfile = no`
 //! turns the path off.
 
-mod common;
-mod rig;
+use crate::rig;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! Samba's `security.NTACL` xattr (`Node::nt_acl_blob`), the POSIX ACLs
 //! (`Node::posix_acls`), on both backends.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ringshare_acl::posix::{AclEntry, AclTag, PosixAcl};

@@ -2,7 +2,7 @@
 //! `&dyn Share` (a fresh, empty, writable share), and the macro at the bottom makes one
 //! `#[test]` per check and backend.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ringshare_vfs::memory::MemShare;

@@ -1,7 +1,7 @@
 //! Server-side copy (`Node::copy_range`), hole punching (`Node::punch_hole`) and
 //! allocated-range queries (`Node::allocated_ranges`) on both backends.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ringshare_vfs::memory::MemShare;

@@ -3,7 +3,7 @@
 //! values delete, the backend's own `ringshare.*` names are neither settable
 //! nor listed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ringshare_vfs::memory::MemShare;

@@ -4,7 +4,7 @@
 //! program gave the lease up. (A holder that gives the lease up at once may let the open's
 //! own retry go through; the holder here waits for the test, so the test cannot race it.)
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Behaviour only the in-memory backend has: fault injection, capacity, a deterministic clock.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ringshare_vfs::memory::{FaultOp, MemShare, MEM_CLOCK_START_NS, MEM_CLOCK_TICK_NS};

@@ -3,7 +3,7 @@
 //! holding a `secret` file that must stay unreachable. Destructive attempts target
 //! `outside`, never system directories; `/etc` is only used for read attempts.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 //! Then what only the POSIX backend has: Samba's bytes on disk, foreign
 //! xattrs, the support probe, a file system's own limit.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
