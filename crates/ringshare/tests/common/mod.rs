@@ -695,6 +695,10 @@ pub fn import_users(conf: &Path, listing: &Path) {
     );
 }
 
+/// Held while a test adds or removes Unix accounts (here and in twin's `Accounts`): `useradd`
+/// and `userdel` of tests running at once in one binary would meet on the password file's lock.
+pub static ACCOUNT_CHANGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// As root (CI runs as root), makes sure the Unix account `name` exists, as a server run as root
 /// acts as each user's own account and refuses users without one (as Samba does). It is
 /// created with `useradd -M -N -s /usr/sbin/nologin` (no home, no login) and left in place:
@@ -705,6 +709,7 @@ pub fn ensure_unix_account(name: &str) {
         return;
     }
     for _ in 0..50 {
+        let changing = ACCOUNT_CHANGES.lock().unwrap_or_else(|p| p.into_inner());
         let known = Command::new("id")
             .args(["-u", name])
             .stdout(Stdio::null())
@@ -721,10 +726,11 @@ pub fn ensure_unix_account(name: &str) {
             .status()
             .expect("run useradd");
         // 9: it exists (made meanwhile by another test); other failures
-        // (the passwd file locked by another useradd) are tried again.
+        // (the passwd file locked by another program) are tried again.
         if made.success() || made.code() == Some(9) {
             return;
         }
+        drop(changing);
         thread::sleep(std::time::Duration::from_millis(100));
     }
     panic!("could not create the Unix account {name} with useradd");

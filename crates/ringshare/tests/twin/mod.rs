@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, ringshare_bin};
+use crate::common::{free_port, ringshare_bin, ACCOUNT_CHANGES};
 
 /// The password every account gets on both servers.
 pub const PASS: &str = "Twin-Pass-1";
@@ -60,10 +60,6 @@ pub fn root_and_tools_or_skip(test: &str, tools: &[&str]) -> bool {
     eprintln!("\n!!!!!!!! SKIPPED {test}: needs root and {missing:?} !!!!!!!!\n");
     false
 }
-
-/// Held while accounts are added or removed: `useradd` and `userdel` of tests running at once
-/// in one binary would meet on the password file's lock.
-static ACCOUNT_CHANGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Unix accounts and groups of a test, removed on drop.
 pub struct Accounts {
