@@ -6,7 +6,9 @@
 //! On loopback the receiver's TCP work is charged to the sender, so even a perfect server
 //! spends CPU per GiB sent. The floor is a sender with no protocol at all: `send` moves a whole
 //! file to one TCP connection with `sendfile(2)`, with `splice(2)` through a pipe, or with
-//! `read(2)` + `send(2)` from a buffer; `sink` accepts one connection and receives until EOF.
+//! `read(2)` + `send(2)` from a buffer, or with the server's own io_uring splice chain
+//! (`--mode ring`: the mechanism of a spliced READ without the protocol); `sink` accepts one
+//! connection and receives until EOF.
 //! Each prints one line of `key=value` figures (wall clock, process CPU, GB/s).
 //!
 //! Both ends use plain blocking calls and set `TCP_NODELAY`, as SMB peers do (`send
@@ -121,6 +123,10 @@ pub enum Mode {
     Splice,
     /// `read(2)` into a buffer, then `send(2)` it.
     Rw,
+    /// The server's own splice: the engine's `Ring::send_file` (file -> pipe -> socket as
+    /// linked io_uring SPLICEs, run by an io_uring worker), one call per chunk, each with an
+    /// 84-byte head as an SMB2 READ reply has, one after the other as a connection's replies go.
+    Ring,
 }
 
 impl Mode {
@@ -130,6 +136,7 @@ impl Mode {
             Mode::Sendfile => "sendfile",
             Mode::Splice => "splice",
             Mode::Rw => "rw",
+            Mode::Ring => "ring",
         }
     }
 
@@ -137,7 +144,7 @@ impl Mode {
     pub fn default_chunk(self) -> usize {
         match self {
             Mode::Sendfile => 8 * MIB,
-            Mode::Splice | Mode::Rw => MIB,
+            Mode::Splice | Mode::Rw | Mode::Ring => MIB,
         }
     }
 }
@@ -309,6 +316,7 @@ pub fn send_file(
             }
             Ok(off)
         }
+        Mode::Ring => ring_send_file(file, sock, len, chunk),
         Mode::Rw => {
             let mut b = vec![0u8; chunk];
             let mut sent = 0u64;
@@ -329,6 +337,40 @@ pub fn send_file(
             Ok(sent)
         }
     }
+}
+
+/// [`Mode::Ring`]: each chunk through `Ring::send_file` behind an 84-byte head (the size of an
+/// SMB2 READ reply's headers), waiting for one before starting the next.
+fn ring_send_file(file: &File, sock: &TcpStream, len: u64, chunk: usize) -> io::Result<u64> {
+    use ringshare_engine::{Ring, RingConfig};
+    use std::os::fd::OwnedFd;
+    use std::sync::Arc;
+    const HEAD: usize = 84;
+    let sfd = Arc::new(OwnedFd::from(sock.try_clone()?));
+    let ffd = Arc::new(OwnedFd::from(file.try_clone()?));
+    let mut ring = Ring::new(RingConfig {
+        splice_chunk: chunk,
+        ..RingConfig::default()
+    })?;
+    let mut head = vec![0u8; HEAD];
+    let mut off = 0u64;
+    while off < len {
+        let want = chunk.min(usize::try_from(len - off).unwrap_or(usize::MAX));
+        ring.send_file(&sfd, head, &ffd, off, want, None, 1);
+        let c = loop {
+            ring.submit_and_wait(1, None)?;
+            if let Some(c) = ring.next_completion() {
+                break c;
+            }
+        };
+        head = c.buf.unwrap_or_else(|| vec![0u8; HEAD]);
+        match c.result {
+            Ok(0) => break,
+            Ok(n) => off += n as u64,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(off)
 }
 
 /// Runs `ringshare limit`; the result line goes to `out`.
@@ -458,5 +500,42 @@ mod tests {
             "role=send mode=splice bytes=2147483648 wall_s=1.000000 cpu_s=0.500000 \
              gbps=2.147484 cpu_s_per_gib=0.250000"
         );
+    }
+
+    #[test]
+    fn every_sender_mode_moves_the_whole_file_and_the_ring_mode_a_head_before_each_chunk() {
+        let data: Vec<u8> = (0..(2 * MIB + 4099) as u32)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let path = std::env::temp_dir().join(format!("rs-limit-modes-{}", std::process::id()));
+        std::fs::write(&path, &data).unwrap();
+        for mode in [Mode::Sendfile, Mode::Splice, Mode::Rw, Mode::Ring] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let reader = std::thread::spawn(move || {
+                let (mut s, _) = l.accept().unwrap();
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).unwrap();
+                got
+            });
+            let mut f = File::open(&path).unwrap();
+            let mut s = TcpStream::connect(addr).unwrap();
+            let sent = send_file(mode, &mut f, &mut s, data.len() as u64, MIB).unwrap();
+            drop(s);
+            let got = reader.join().unwrap();
+            assert_eq!(sent, data.len() as u64, "{}", mode.name());
+            if mode == Mode::Ring {
+                // Three chunks (1 MiB, 1 MiB, 4099 bytes), each behind 84 bytes of head.
+                let mut want = Vec::new();
+                for c in data.chunks(MIB) {
+                    want.extend_from_slice(&[0u8; 84]);
+                    want.extend_from_slice(c);
+                }
+                assert!(got == want, "ring: heads and chunks in order");
+            } else {
+                assert!(got == data, "{}: the file's bytes", mode.name());
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }
