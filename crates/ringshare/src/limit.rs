@@ -51,6 +51,10 @@ pub enum LimitCommand {
         /// Receive buffer size.
         #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
         buf: usize,
+        /// `SO_RCVLOWAT`: be woken once this much is queued, not per arriving segment (as
+        /// `ringshare bench` waits for a large frame; 1 is the kernel's default).
+        #[arg(long, value_name = "SIZE", default_value = "512k", value_parser = parse_size)]
+        low_water: usize,
     },
     /// Connect and send a whole file.
     Send {
@@ -385,12 +389,18 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
             verify,
             addr,
         } => quic::recv(addr, &trust, bytes as u64, verify)?,
-        LimitCommand::Sink { listen, buf } => {
+        LimitCommand::Sink {
+            listen,
+            buf,
+            low_water,
+        } => {
             let l = TcpListener::bind(listen).map_err(|e| format!("listen on {listen}: {e}"))?;
             let local = l.local_addr().map_err(|e| e.to_string())?;
             eprintln!("ringshare limit sink: listening on {local}");
             let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
+            ringshare_engine::net::set_rcvlowat(&s, low_water)
+                .map_err(|e| format!("SO_RCVLOWAT: {e}"))?;
             let (t0, c0) = (Instant::now(), cpu_now());
             let bytes = receive_all(&mut s, buf).map_err(|e| format!("receive: {e}"))?;
             Report {

@@ -64,6 +64,8 @@ const STREAM_MIN: usize = 64 * 1024;
 /// Receive buffer when READ data is streamed (no signing, no sealing): the
 /// data passes through it in pieces, so it need not hold a frame.
 const STREAM_RECV_BUF: usize = 1 << 20;
+/// The most a streamed READ's receive waits for (`SO_RCVLOWAT`).
+const LOW_WATER_MAX: usize = 512 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -144,6 +146,8 @@ struct Conn {
     rstart: usize,
     /// The READ response being taken in pieces, if any.
     streamed: Option<Streamed>,
+    /// The socket's `SO_RCVLOWAT` as last set.
+    low_water: usize,
     spare: Option<Vec<u8>>,
     sending: bool,
     file: FileId,
@@ -919,6 +923,33 @@ impl Conn {
         Ok(true)
     }
 
+    /// The bytes still to come of a frame whose start is in: the READ being streamed, or the
+    /// frame begun at `rstart` of the receive buffer (0 when none is).
+    fn frame_left(&self) -> usize {
+        match (self.streamed.as_ref(), self.rbuf.as_ref()) {
+            (Some(st), _) => st.len - st.pos,
+            (None, Some(buf)) => buf.get(self.rstart..).map_or(0, unread_frame_left),
+            (None, None) => 0,
+        }
+    }
+
+    /// While a large frame comes in (a READ's data, streamed or not), the socket wakes this
+    /// thread only once a good part of what is still to come is queued (`SO_RCVLOWAT`), as a
+    /// reader in a large blocking receive is woken, instead of once per arriving segment (on
+    /// loopback the sender pays for each wake-up). Back to 1 once less than [`STREAM_MIN`] is
+    /// to come.
+    fn set_low_water(&mut self) {
+        let left = self.frame_left();
+        let want = if left >= STREAM_MIN {
+            left.min(LOW_WATER_MAX)
+        } else {
+            1
+        };
+        if want != self.low_water && ringshare_engine::net::set_rcvlowat(&*self.fd, want).is_ok() {
+            self.low_water = want;
+        }
+    }
+
     /// `--transport quic`: timers, output into the stream, the stream's
     /// bytes through `on_recv`, datagrams out. True when bytes moved.
     fn quic_exchange(&mut self, sh: &Shared, stats: &mut ThreadResult) -> Result<bool, String> {
@@ -958,6 +989,16 @@ impl Conn {
             || self.sending
             || self.smb.has_output()
             || self.streamed.is_some()
+    }
+}
+
+/// The bytes still to come of the frame that `unread` starts with (its direct-TCP length
+/// prefix first): 0 when the prefix is not all in, or is not a frame's.
+fn unread_frame_left(unread: &[u8]) -> usize {
+    match unread {
+        [a, b, c, d, ..] => framing::frame_len([*a, *b, *c, *d])
+            .map_or(0, |len| (4 + len).saturating_sub(unread.len())),
+        _ => 0,
     }
 }
 
@@ -1025,6 +1066,7 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         )),
         rstart: 0,
         streamed: None,
+        low_water: 1,
         spare: Some(Vec::with_capacity(io + 4096)),
         sending: false,
         file: FileId::default(),
@@ -1225,6 +1267,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                         return Err(format!("connection {}: {e}", c.idx));
                     }
                     if c.phase != Phase::Done {
+                        c.set_low_water();
                         if let Some(b) = c.rbuf.take() {
                             ring.recv(&c.fd, b, token(KIND_RECV, i));
                         }
@@ -1285,6 +1328,26 @@ mod tests {
             }
         }
         at
+    }
+
+    #[test]
+    fn the_rest_of_a_frame_is_counted_from_its_length_prefix() {
+        let mut f = vec![0, 0x10, 0, 0];
+        f.extend_from_slice(&[0xFE, b'S', b'M', b'B']);
+        assert_eq!(
+            unread_frame_left(&f),
+            4 + 0x10_0000 - 8,
+            "a 1 MiB frame, 8 bytes in"
+        );
+        f.resize(4 + 0x10_0000 + 3, 0);
+        assert_eq!(unread_frame_left(&f), 0, "all in, and the next one begun");
+        assert_eq!(unread_frame_left(&[0, 0x10, 0]), 0, "the prefix not all in");
+        assert_eq!(unread_frame_left(&[]), 0);
+        assert_eq!(
+            unread_frame_left(&[0xFF, 0, 0, 1]),
+            0,
+            "not a direct-TCP prefix"
+        );
     }
 
     #[test]
