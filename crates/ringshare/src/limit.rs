@@ -12,7 +12,10 @@
 //! Each prints one line of `key=value` figures (wall clock, process CPU, GB/s).
 //!
 //! Both ends use plain blocking calls and set `TCP_NODELAY`, as SMB peers do (`send
-//! --nonblocking` waits in `poll(2)` instead, to compare; see docs/benchmarks/history.md). CPU is the
+//! --nonblocking` waits in `poll(2)` instead, to compare; see docs/benchmarks/history.md; `send
+//! --mode ring` waits in `io_uring_enter`). The sink asks to be woken once `--low-water` bytes
+//! are queued (`SO_RCVLOWAT`, 512 KiB by default), as `ringshare bench` does for a large READ
+//! reply, not per arriving segment. CPU is the
 //! process's user + system time from `CLOCK_PROCESS_CPUTIME_ID` (what `getrusage(RUSAGE_SELF)`
 //! reports, at nanosecond resolution).
 
