@@ -217,6 +217,7 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
 /// every file system class of the share's root, the quota one, FileFsControlInformation, and
 /// FileFsObjectIdInformation among them).
 fn shown(srv: &Running, conf: &Path, admin: &str, asks: &[(&str, &[&str])]) -> Vec<String> {
+    names_are_looked_up(srv, conf, admin);
     let mut seen = Vec::new();
     for (user, args) in asks {
         let shown = smbcquotas(srv, conf, user, args);
@@ -226,6 +227,27 @@ fn shown(srv: &Running, conf: &Path, admin: &str, asks: &[(&str, &[&str])]) -> V
         seen.push(torture_as_admin(srv, conf, admin, test));
     }
     seen
+}
+
+/// Waits until the server looks a name up (smbcquotas `-u NAME` asks LSA for the SID) for
+/// `admin`, trying up to 12 times, 2 s apart, and says how long that took. Samba 4.22's smbd
+/// starts samba-dcerpcd on the first pipe opened, which runs each of its rpcd_* helpers before it
+/// answers; in scripts/quota-vm.sh's emulated guest that can outlast smbcquotas's wait, and the
+/// first lookup fails with `StringToSid() failed` (CI saw it on 2026-12-03) while every later one
+/// answers. The questions compared start after this.
+fn names_are_looked_up(srv: &Running, conf: &Path, admin: &str) {
+    let start = std::time::Instant::now();
+    let mut last = Vec::new();
+    for tries in 1..=12 {
+        last = smbcquotas(srv, conf, admin, &["-u", admin]);
+        if !last.iter().any(|l| l.contains("StringToSid() failed")) {
+            let took = start.elapsed().as_secs_f64();
+            eprintln!("{}: a name looked up at try {tries}, {took:.1} s", srv.name);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    eprintln!("{}: still no name lookup for {admin}: {last:?}", srv.name);
 }
 
 /// smbtorture's `test` as the administrator `admin`: its outcome line.
