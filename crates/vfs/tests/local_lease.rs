@@ -19,13 +19,18 @@ use ringshare_vfs::{FsError, OpenOptions};
 const PYTHON: &str = "/usr/bin/python3";
 
 /// A program holding a write lease on `file`. It says `broken` when the kernel asks it to give
-/// the lease up (SIGIO), and gives it up only when its stdin closes: the test decides when,
-/// so a retried open cannot slip in after a holder that ended by itself.
+/// the lease up (SIGIO; `no break` if none came within 30 s), and gives it up only when its
+/// stdin closes: the test decides when, so a retried open cannot slip in after a holder that
+/// ended by itself. SIGIO is blocked and waited for, not handled: a Python handler runs only
+/// between bytecodes, so a signal that lands just before the read of stdin blocks is noticed
+/// only when that read returns, which it never would (a hang seen once in a CI run).
 const HOLDER: &str = "import fcntl, os, signal, sys
-signal.signal(signal.SIGIO, lambda *_: print('broken', flush=True))
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGIO})
 fd = os.open(sys.argv[1], os.O_RDWR)
 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
 print('ready', flush=True)
+got = signal.sigtimedwait({signal.SIGIO}, 30)
+print('broken' if got else 'no break', flush=True)
 sys.stdin.read()
 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
 os.close(fd)";
