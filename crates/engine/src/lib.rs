@@ -62,6 +62,7 @@ mod files;
 pub mod net;
 mod op;
 mod personality;
+mod pipe;
 pub mod probe;
 mod ring;
 pub mod runtime;

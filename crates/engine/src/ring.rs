@@ -587,7 +587,7 @@ impl Ring {
     ) {
         let pipe = match self.pipes.pop() {
             Some(p) => p,
-            None => match new_pipe(self.splice_chunk) {
+            None => match crate::pipe::new_pipe(self.splice_chunk) {
                 Ok(p) => p,
                 Err(e) => return self.complete_now(token, Err(e), Some(head), None),
             },
@@ -713,14 +713,15 @@ impl Ring {
     }
 
     /// A new pipe for [`Ring::splice`] that holds at least `bytes` where the
-    /// kernel allows (root may size pipes freely, others up to
-    /// `/proc/sys/fs/pipe-max-size`); else one like [`Ring::new_splice_pipe`]:
+    /// kernel allows (a process with `CAP_SYS_RESOURCE` may size pipes freely,
+    /// others up to `/proc/sys/fs/pipe-max-size`); else as large as it allows,
+    /// at least one like [`Ring::new_splice_pipe`] where that can be had:
     /// check its `capacity`.
     pub fn new_splice_pipe_for(&self, bytes: usize) -> io::Result<SplicePipe> {
         let want = bytes.max(self.splice_chunk);
-        let mut p = new_pipe(want)?;
-        if p.capacity < want && want > self.splice_chunk {
-            p = new_pipe(self.splice_chunk)?;
+        let mut p = crate::pipe::new_pipe(want)?;
+        if p.capacity < self.splice_chunk && want > self.splice_chunk {
+            p = crate::pipe::new_pipe(self.splice_chunk)?;
         }
         Ok(SplicePipe {
             read: Arc::new(p.read),
@@ -1390,24 +1391,6 @@ fn advance(res: i32, pos: &mut usize, done: &mut usize, end: usize) -> Option<io
     } else {
         Some(Ok(*done))
     }
-}
-
-/// A close-on-exec pipe sized for `chunk` bytes where the kernel allows
-/// (`/proc/sys/fs/pipe-max-size` limits unprivileged processes).
-/// A pipe is the server's own: made with its credentials, so that a user's
-/// limits on pipe memory do not apply to it.
-fn new_pipe(chunk: usize) -> io::Result<Pipe> {
-    crate::creds::act_as_server()?;
-    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let capacity = match rustix::pipe::fcntl_setpipe_size(&write, chunk) {
-        Ok(n) => n,
-        Err(_) => rustix::pipe::fcntl_getpipe_size(&write)?,
-    };
-    Ok(Pipe {
-        read,
-        write,
-        capacity,
-    })
 }
 
 /// accept(2) errors after which the listener is still fine (see its man page).

@@ -1084,3 +1084,37 @@ fn cancelling_a_receive_within_ends_both_of_its_steps() {
     );
     assert_eq!(ring.in_flight(), 0);
 }
+
+/// A process without CAP_SYS_RESOURCE (here: a thread acting as nobody) may not size a pipe
+/// past /proc/sys/fs/pipe-max-size. Asked for twice that, a ring's splice pipe is made as
+/// large as the limit allows, not left at the kernel's 64 KiB default.
+#[test]
+fn a_splice_pipe_asked_past_the_kernels_limit_is_as_large_as_the_limit_allows() {
+    let Some(max) = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&m| m > 65536 && m <= 64 << 20)
+    else {
+        eprintln!("skipped: pipe-max-size is at the default pipe size or unreadable");
+        return;
+    };
+    let capacity = thread::spawn(move || {
+        if rustix::process::geteuid().is_root() {
+            // This thread only (the raw call): its effective capabilities go with uid 0.
+            rustix::thread::set_thread_res_uid(None, rustix::process::Uid::from_raw(65534), None)
+                .expect("act as nobody");
+        }
+        let ring = Ring::new(RingConfig {
+            splice_chunk: 2 * max,
+            ..RingConfig::default()
+        })
+        .expect("io_uring available");
+        ring.new_splice_pipe().expect("a pipe").capacity
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        capacity, max,
+        "the pipe is as large as pipe-max-size allows"
+    );
+}
