@@ -319,6 +319,8 @@ lib_row() { # server row
     read256k) lib_bench "$s" "seq-read 256k" seq-read --file big --io-size 256k --queue-depth 16 ;;
     read) lib_bench "$s" "seq-read 1m" seq-read --file big --io-size 1m --queue-depth 16 ;;
     read4m) lib_bench "$s" "seq-read 4m" seq-read --file big --io-size 4m --queue-depth 8 ;;
+    # 4 MiB READs with as many bytes in flight as the 1m row (16 MiB): the READ's size alone.
+    read4m-qd4) lib_bench "$s" "seq-read 4m qd4" seq-read --file big --io-size 4m --queue-depth 4 ;;
     # SMB over QUIC (ringshare servers started with QUIC=1; others have no row) and, to compare
     # with, TCP with SMB encryption (AES-128-GCM, the client's first choice).
     read-quic)
