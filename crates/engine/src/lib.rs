@@ -77,6 +77,7 @@ use std::sync::Arc;
 pub use completion::Completion;
 pub use creds::Creds;
 pub use personality::PERSONALITIES_MAX;
+pub use pipe::size_pipe;
 pub use ring::{leaked_ops, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
 
 /// An fd shared between its owner and the operations in flight on it.

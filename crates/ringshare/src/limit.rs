@@ -298,8 +298,8 @@ pub fn send_file(
         }
         Mode::Splice => {
             let (pr, pw) = rustix::pipe::pipe()?;
-            // A pipe as large as one chunk, if the system allows (the default is 64 KiB).
-            let _ = rustix::pipe::fcntl_setpipe_size(&pw, chunk);
+            // A pipe as large as one chunk, or as the system allows (as the server's pipes).
+            ringshare_engine::size_pipe(&pw, chunk)?;
             let flags = SpliceFlags::MOVE | SpliceFlags::MORE;
             let mut off = 0u64;
             while off < len {

@@ -126,7 +126,7 @@ fn readable(sock: &TcpStream, timeout_ms: i32) -> io::Result<bool> {
 
 fn receive_splice(sock: &mut TcpStream, file: &File, chunk: usize) -> io::Result<u64> {
     let (pr, pw) = rustix::pipe::pipe()?;
-    let _ = rustix::pipe::fcntl_setpipe_size(&pw, chunk);
+    ringshare_engine::size_pipe(&pw, chunk)?;
     let mut off = 0u64;
     let mut eof = false;
     while !eof {
