@@ -28,6 +28,8 @@ pub struct Completion {
     /// For `recv_multishot`: the provided buffer holding the bytes, and the
     /// number of the lending (see [`Ring::received`]).
     pub(crate) recv_buf: Option<(u16, usize, u64)>,
+    /// A quiet op's success ([`crate::Ring::quietly`]): it does not end a wait by itself.
+    pub(crate) quiet: bool,
 }
 
 impl Completion {
@@ -41,6 +43,7 @@ impl Completion {
             more: false,
             zc_copied: false,
             recv_buf: None,
+            quiet: false,
         }
     }
 

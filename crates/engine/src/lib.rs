@@ -78,7 +78,7 @@ pub use completion::Completion;
 pub use creds::Creds;
 pub use personality::PERSONALITIES_MAX;
 pub use pipe::size_pipe;
-pub use ring::{leaked_ops, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
+pub use ring::{leaked_ops, OpKey, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
 
 /// An fd shared between its owner and the operations in flight on it.
 pub type SharedFd = Arc<OwnedFd>;

@@ -36,6 +36,8 @@ pub(crate) struct Op {
     pub(crate) personality: u16,
     /// Its SQEs carry IOSQE_ASYNC ([`crate::Ring::punted`]).
     pub(crate) punt: bool,
+    /// Its success alone does not end a wait ([`crate::Ring::quietly`]).
+    pub(crate) quiet: bool,
 }
 
 /// A registered fd and its slot in the ring's file table, if the op has one.

@@ -113,6 +113,10 @@ impl Waker {
     }
 }
 
+/// An op in flight, named to [`Ring::need`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpKey(u64);
+
 /// An SQE waiting for room in the submission queue.
 enum Pending {
     /// The slab entry's SQE (first submission or continuation).
@@ -162,6 +166,10 @@ pub struct Ring {
     personalities: Personalities,
     /// File reads and writes started now go to an io_uring worker at once ([`Ring::punted`]).
     punt: bool,
+    /// Sends started now complete quietly ([`Ring::quietly`]).
+    quiet: bool,
+    /// Quiet ops in flight.
+    quiet_in_flight: usize,
 }
 
 impl Ring {
@@ -215,6 +223,8 @@ impl Ring {
             files: None,
             personalities,
             punt: false,
+            quiet: false,
+            quiet_in_flight: 0,
         };
         if config.fixed_files > 0 {
             ring.files = FileTable::new(&ring.uring.submitter(), config.fixed_files);
@@ -364,6 +374,7 @@ impl Ring {
     /// Removes an op from the slab, ending its use of a registered slot.
     fn remove_op(&mut self, key: u64) -> Option<Op> {
         let op = self.ops.remove(key)?;
+        self.quiet_in_flight -= usize::from(op.quiet);
         self.personalities.release(op.personality);
         if let (Some((_, slot)), Some(t)) = (op.fixed, self.files.as_mut()) {
             t.done_with(&self.uring.submitter(), slot);
@@ -418,8 +429,15 @@ impl Ring {
     /// Sends `buf[offset..]`, resubmitting after short sends, and completes
     /// once: `Ok(buf.len() - offset)` or the first error (bytes sent before
     /// the error are not reported). `offset > buf.len()` is `InvalidInput`.
-    pub fn send(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64) {
-        self.start_send(fd, buf, offset, token, false);
+    /// Its key names it to [`Ring::need`] (`None`: it completed at once).
+    pub fn send(
+        &mut self,
+        fd: &SharedFd,
+        buf: Vec<u8>,
+        offset: usize,
+        token: u64,
+    ) -> Option<OpKey> {
+        self.start_send(fd, buf, offset, token, false)
     }
 
     /// Like [`Ring::send`] (all of `buf[offset..]` or an error), but with
@@ -433,12 +451,21 @@ impl Ring {
     }
 
     /// [`Ring::send`] or, with `zc`, [`Ring::send_zc`].
-    fn start_send(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64, zc: bool) {
+    fn start_send(
+        &mut self,
+        fd: &SharedFd,
+        buf: Vec<u8>,
+        offset: usize,
+        token: u64,
+        zc: bool,
+    ) -> Option<OpKey> {
         if offset > buf.len() {
-            return self.reject(token, buf, "send offset past the end of the buffer");
+            self.reject(token, buf, "send offset past the end of the buffer");
+            return None;
         }
         if offset == buf.len() {
-            return self.complete_now(token, Ok(0), Some(buf), None);
+            self.complete_now(token, Ok(0), Some(buf), None);
+            return None;
         }
         let fd = Arc::clone(fd);
         let kind = if zc {
@@ -459,12 +486,17 @@ impl Ring {
                 sent: 0,
             }
         };
-        self.start(token, kind);
+        Some(OpKey(self.start(token, kind)))
     }
 
     /// Sends all of `bufs` in order with `sendmsg` (no joining), with the
     /// same all-or-error semantics as [`Ring::send`]. At most 1024 buffers.
-    pub fn send_vectored(&mut self, fd: &SharedFd, bufs: Vec<Vec<u8>>, token: u64) {
+    pub fn send_vectored(
+        &mut self,
+        fd: &SharedFd,
+        bufs: Vec<Vec<u8>>,
+        token: u64,
+    ) -> Option<OpKey> {
         if bufs.len() > IOVECS_MAX {
             let mut c = Completion::new(
                 token,
@@ -475,11 +507,12 @@ impl Ring {
             );
             c.bufs = Some(bufs);
             self.ready.push_back(c);
-            return;
+            return None;
         }
         let total = bufs.iter().map(Vec::len).sum();
         if total == 0 {
-            return self.complete_now(token, Ok(0), None, Some(bufs));
+            self.complete_now(token, Ok(0), None, Some(bufs));
+            return None;
         }
         // `iov` and `msg` are filled in before each SQE (see `Op::sqe`).
         let (mut iov, msg) = self
@@ -488,7 +521,7 @@ impl Ring {
             .unwrap_or_else(|| (Vec::new(), empty_msghdr()));
         iov.clear();
         iov.reserve(bufs.len());
-        self.start(
+        let key = self.start(
             token,
             OpKind::SendMsg {
                 fd: Arc::clone(fd),
@@ -499,6 +532,7 @@ impl Ring {
                 total,
             },
         );
+        Some(OpKey(key))
     }
 
     /// Reads up to `len` bytes at file `offset`, appended after `buf.len()`
@@ -812,49 +846,6 @@ impl Ring {
         keys.len()
     }
 
-    /// Submits every queued SQE and waits until at least `min_complete`
-    /// completions are available or `timeout` passes, in one `io_uring_enter`
-    /// (plus one per SQ-full flush). A timeout or a signal is not an error:
-    /// it returns `Ok` and `next_completion` may then yield nothing.
-    /// Returns the number of SQEs the kernel consumed.
-    pub fn submit_and_wait(
-        &mut self,
-        min_complete: usize,
-        timeout: Option<Duration>,
-    ) -> io::Result<usize> {
-        self.give_back_lent();
-        let mut submitted = 0;
-        let mut flushes = 0;
-        while self.flush_backlog() && flushes < BACKLOG_SUBMITS_MAX {
-            // SQ full and more waiting: hand the SQ to the kernel and go on.
-            flushes += 1;
-            self.stats.submits += 1;
-            submitted += self.uring.submit().or_else(soft_enter_error)?;
-        }
-        // Do not block while something is already waiting to be reaped, or
-        // while SQEs are still parked (their ops must not starve).
-        let want = if self.ready.is_empty() && self.backlog.is_empty() {
-            min_complete
-        } else {
-            0
-        };
-        self.stats.submits += 1;
-        let result = match timeout {
-            Some(after) => {
-                let ts = types::Timespec::from(after);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.uring.submitter().submit_with_args(want, &args)
-            }
-            None => self.uring.submitter().submit_and_wait(want),
-        };
-        Ok(submitted + result.or_else(soft_enter_error)?)
-    }
-
-    /// Submits queued SQEs without waiting.
-    pub fn submit(&mut self) -> io::Result<usize> {
-        self.submit_and_wait(0, None)
-    }
-
     /// The next completion, or `None` when the completion queue is empty.
     /// Internal completions (short-send continuations, waker re-arms, cancel
     /// acknowledgements) are handled here and not shown.
@@ -937,6 +928,8 @@ impl Ring {
         let fixed = self.files.as_mut().and_then(|t| t.use_for(kind.fds()));
         self.personalities.hold(personality);
         let punt = self.punt && matches!(kind, OpKind::Read { .. } | OpKind::Write { .. });
+        let quiet = self.quiet && matches!(kind, OpKind::Send { .. } | OpKind::SendMsg { .. });
+        self.quiet_in_flight += usize::from(quiet);
         let key = self.ops.insert(Op {
             token,
             cancelled: false,
@@ -944,6 +937,7 @@ impl Ring {
             fixed,
             personality,
             punt,
+            quiet,
         });
         self.enqueue(Pending::Op(key));
         key
@@ -1121,6 +1115,7 @@ impl Ring {
                 }
             }
             let zc_copied = matches!(op.kind, OpKind::SendZc { copied: true, .. });
+            let quiet = op.quiet && result.is_ok();
             let (buf, bufs) = match op.kind {
                 // Finished: no SQE points into its iovecs or msghdr any more.
                 OpKind::SendMsg { bufs, iov, msg, .. } => {
@@ -1146,6 +1141,7 @@ impl Ring {
             self.complete_now(op.token, result, buf, bufs);
             if let Some(c) = self.ready.back_mut() {
                 c.zc_copied = zc_copied;
+                c.quiet = quiet;
             }
         }
     }
@@ -1474,6 +1470,9 @@ impl Drop for Ring {
         }
     }
 }
+
+#[path = "ring_wait.rs"]
+mod wait;
 
 #[cfg(test)]
 #[path = "ring_tests.rs"]

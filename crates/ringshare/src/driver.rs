@@ -239,6 +239,9 @@ struct Conn {
     sending_file: Option<usize>,
     /// When the send in flight started (monotonic ms).
     send_since: u64,
+    /// The send in flight while it is quiet ([`Ring::quietly`]): its end wakes the loop only
+    /// once [`Ring::need`] is told that something waits for it (`send::need_send_end`).
+    send_quiet: Option<ringshare_engine::OpKey>,
     closing: bool,
     io_in_flight: usize,
     /// READs into buffers in the ring now: how many, and their bytes.
@@ -524,6 +527,7 @@ impl Worker {
                 c.flush_listed = false;
             }
             self.flush_sends(slot);
+            self.need_send_end(slot);
         }
         due.clear();
         self.flush_due = due;
@@ -773,6 +777,7 @@ impl Worker {
             flush_listed: false,
             sending_file: None,
             send_since: 0,
+            send_quiet: None,
             closing: false,
             io_in_flight: 0,
             reads_in_flight: 0,

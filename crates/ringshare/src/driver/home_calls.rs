@@ -582,7 +582,9 @@ impl Worker {
         };
         link.call = Some((w, now + CALL_MS));
         let fd = Arc::clone(&link.fd);
-        self.ring.send(&fd, frame, 0, token(KIND_HOME_SEND, 0, c));
+        // Quiet: only its failure is news (the answer's RECV is what the call waits for).
+        self.ring
+            .quietly(|r| r.send(&fd, frame, 0, token(KIND_HOME_SEND, 0, c)));
         self.ring.recv_within(
             &fd,
             rx,

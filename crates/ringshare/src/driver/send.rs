@@ -49,7 +49,7 @@ impl Worker {
                     self.zc_sends[0] += 1;
                     self.ring.send_zc(&fd, p, 0, tok);
                 } else {
-                    self.ring.send(&fd, p, 0, tok);
+                    c.send_quiet = self.ring.quietly(|r| r.send(&fd, p, 0, tok));
                 }
                 return;
             }
@@ -67,7 +67,24 @@ impl Worker {
             }
         }
         c.sending_bytes = parts.iter().map(Vec::len).sum();
-        self.ring.send_vectored(&fd, parts, tok);
+        c.send_quiet = self.ring.quietly(|r| r.send_vectored(&fd, parts, tok));
+    }
+
+    /// At the end of a turn, for a connection the turn touched: a quiet send in flight whose
+    /// end something now waits for (replies queued behind it, READs waiting for buffer room,
+    /// the close) ends the loop's wait when it completes.
+    pub(super) fn need_send_end(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.send_quiet.is_none() {
+            return;
+        }
+        if c.sending && (!c.send_queue.is_empty() || !c.reads_waiting.is_empty() || c.closing) {
+            if let Some(key) = c.send_quiet.take() {
+                self.ring.need(key);
+            }
+        }
     }
 
     pub(super) fn on_send(&mut self, slot: u32, gen: u32, mut comp: Completion) {
@@ -90,6 +107,7 @@ impl Worker {
             c.zc = Zc::Off;
         }
         c.sending = false;
+        c.send_quiet = None;
         c.sending_bytes = 0;
         let owed = c.sending_file.take();
         match comp.result {
