@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ringshare_core::cluster::MESSAGE_MAX;
-use ringshare_crypto::{ct_eq, hmac_sha256};
+use ringshare_crypto::{ct_eq, hmac_sha256, HmacSha256Key};
 use ringshare_wire::NtStatus;
 
 const MAGIC: &[u8; 4] = b"RSCL";
@@ -87,7 +87,7 @@ pub struct Stats {
 /// are sealed and opened here, read and written by whoever carries the connection (a thread
 /// blocking on it, [`Conn`], or an I/O thread's ring, crates/ringshare's driver).
 pub struct Session {
-    key: [u8; 32],
+    key: HmacSha256Key,
     /// 0 for the initiator's frames, 1 for the acceptor's.
     send_dir: u8,
     send_seq: u64,
@@ -99,10 +99,9 @@ impl Session {
     pub fn seal(&mut self, kind: u8, payload: &[u8]) -> Vec<u8> {
         let seq = self.send_seq;
         self.send_seq += 1;
-        let mac = hmac_sha256(
-            &self.key,
-            &[&[self.send_dir], &seq.to_le_bytes(), &[kind], payload],
-        );
+        let mac = self
+            .key
+            .mac(&[&[self.send_dir], &seq.to_le_bytes(), &[kind], payload]);
         let len = (8 + 1 + payload.len() + MAC_LEN) as u32;
         let mut frame = Vec::with_capacity(4 + len as usize);
         frame.extend_from_slice(&len.to_le_bytes());
@@ -132,15 +131,12 @@ impl Session {
         let (head, mac) = body.split_at(len - MAC_LEN);
         let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
         let kind = head[8];
-        let want = hmac_sha256(
-            &self.key,
-            &[
-                &[1 - self.send_dir],
-                &seq.to_le_bytes(),
-                &[kind],
-                &head[9..],
-            ],
-        );
+        let want = self.key.mac(&[
+            &[1 - self.send_dir],
+            &seq.to_le_bytes(),
+            &[kind],
+            &head[9..],
+        ]);
         if !ct_eq(&want, mac) {
             return Err(bad("a frame whose MAC does not verify".into()));
         }
@@ -167,7 +163,7 @@ impl Session {
 
     fn new(key: [u8; 32], send_dir: u8) -> Session {
         Session {
-            key,
+            key: HmacSha256Key::new(&key),
             send_dir,
             send_seq: 0,
             recv_seq: 0,
