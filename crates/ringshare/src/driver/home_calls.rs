@@ -5,10 +5,12 @@
 //! check...) is sealed in the session of one of the worker's connections to its node and sent
 //! with a SEND; its answer comes back through a RECV bounded by the kernel
 //! ([`Ring::recv_within`], the peer protocol's 2 s). Both go in the loop's own
-//! `io_uring_enter`: no thread hand-off, no wake-up. Each connection carries one call at a time
-//! (the callee answers its connection's calls in turn); a worker keeps up to K connections per
-//! node (`Shared::home_calls_per_peer`). Opening one (connect and handshake) is a job for a
-//! lookup thread ([`Peers::dial`]), which leaves the connection in this worker's `dialed` box.
+//! `io_uring_enter`: no thread hand-off, no wake-up. The SEND is quiet ([`Ring::quietly`]):
+//! its success does not end the loop's wait, the answer does. Each connection carries one
+//! call at a time (the callee answers its connection's calls in turn); a worker keeps up to K
+//! connections per node (`Shared::home_calls_per_peer`). Opening one (connect and handshake)
+//! is a job for a lookup thread ([`Peers::dial`]), which leaves the connection in this
+//! worker's `dialed` box.
 //!
 //! What is not one call (a decision at this node's home that calls others, a takeover) is a
 //! job ([`Carry::Job`]) for the lookup pool's home-call threads, as are calls when the hidden
