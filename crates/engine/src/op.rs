@@ -74,16 +74,15 @@ pub(crate) enum OpKind {
     },
     /// Receive into `buf`'s spare capacity, at most `max` bytes, within `ts`: a RECV linked
     /// to an `IORING_OP_LINK_TIMEOUT` (two SQEs, steps 1 and 2 of the op's `user_data`). The
-    /// op finishes only once both have posted their CQE (`left` counts those still to come;
-    /// `recv`, `timer`: their results), so the buffer and the timespec stay owned until the
-    /// kernel is done with both.
+    /// op finishes with the RECV's CQE, which always comes (the timer cancels the RECV when
+    /// it fires): the kernel is then done with the buffer, and it copied the timespec when it
+    /// took the SQEs. The timer's CQE is skipped when the RECV ended first (SKIP_SUCCESS), and
+    /// is stale if it comes after; `timer`: its result, when it came first.
     RecvWithin {
         fd: Arc<OwnedFd>,
         buf: Vec<u8>,
         max: usize,
         ts: Box<types::Timespec>,
-        left: u8,
-        recv: Option<i32>,
         timer: Option<i32>,
     },
     /// Multishot receive into buffers the kernel picks from the ring's
@@ -548,10 +547,9 @@ impl OpKind {
             return None;
         }
         let recv = self.sqe(fixed);
-        let OpKind::RecvWithin { ts, left, .. } = self else {
+        let OpKind::RecvWithin { ts, .. } = self else {
             return None;
         };
-        *left = 2;
         let timer = opcode::LinkTimeout::new(&**ts as *const types::Timespec).build();
         Some([recv, timer])
     }

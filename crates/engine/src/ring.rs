@@ -344,8 +344,6 @@ impl Ring {
                 buf,
                 max,
                 ts: Box::new(types::Timespec::from(within)),
-                left: 0,
-                recv: None,
                 timer: None,
             },
         );
@@ -1016,7 +1014,10 @@ impl Ring {
                         recv.user_data(key | (1 << STEP_SHIFT))
                             .personality(p)
                             .flags(squeue::Flags::IO_LINK),
-                        timer.user_data(key | (2 << STEP_SHIFT)).personality(p),
+                        timer
+                            .user_data(key | (2 << STEP_SHIFT))
+                            .personality(p)
+                            .flags(squeue::Flags::SKIP_SUCCESS),
                     ];
                     return self.push_chain(chain.iter());
                 }
@@ -1204,23 +1205,17 @@ impl Ring {
                         .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
             }
-            OpKind::RecvWithin {
-                buf,
-                left,
-                recv,
-                timer,
-                ..
-            } => {
+            OpKind::RecvWithin { buf, timer, .. } => {
                 match step {
-                    1 => *recv = Some(res),
-                    2 => *timer = Some(res),
+                    1 => {}
+                    2 => {
+                        // The timer fired (or a skip was not honoured): the RECV's CQE ends it.
+                        *timer = Some(res);
+                        return;
+                    }
                     _ => return, // not one of its two SQEs
                 }
-                *left = left.saturating_sub(1);
-                if *left > 0 {
-                    return;
-                }
-                let (r, t) = (recv.unwrap_or(-libc::ECANCELED), timer.unwrap_or(0));
+                let (r, t) = (res, timer.unwrap_or(0));
                 if r > 0 {
                     let n = (r as usize).min(buf.capacity() - buf.len());
                     // SAFETY: the kernel wrote `r` bytes into the spare capacity
@@ -1228,11 +1223,13 @@ impl Ring {
                     // bytes after `len` are initialised.
                     unsafe { buf.set_len(buf.len() + n) };
                 }
+                let by_timer = matches!(-r, libc::ECANCELED | libc::EINTR) && !closing;
                 let result = if r >= 0 {
                     Ok(r as usize)
-                } else if t == -libc::ETIME {
+                } else if t == -libc::ETIME || by_timer {
                     // The timeout fired and cancelled the RECV (ECANCELED, or EINTR
-                    // on kernels that report an interrupted wait).
+                    // on kernels that report an interrupted wait): nobody else cancelled it
+                    // (its timer's CQE may come after the RECV's).
                     Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         "nothing received in time",
