@@ -325,7 +325,9 @@ impl Ring {
     /// Like [`Ring::recv_up_to`], bounded by the kernel: when nothing came `within` (the
     /// RECV's linked `IORING_OP_LINK_TIMEOUT` fired), it ends with `ErrorKind::TimedOut` and
     /// gives its buffer back as it was. [`Ring::cancel`] of `token` ends it with `ECANCELED`.
-    /// Its one completion comes once the kernel is done with both of its SQEs.
+    /// Its one completion comes with the RECV's end: the kernel is then done with the buffer
+    /// (and copied the timespec when it took the SQEs); the timer's own completion, skipped when
+    /// it did not fire, is not waited for.
     pub fn recv_within(
         &mut self,
         fd: &SharedFd,
