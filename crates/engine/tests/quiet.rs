@@ -39,6 +39,36 @@ fn tokens(done: &[Completion]) -> Vec<u64> {
     done.iter().map(|c| c.user_data).collect()
 }
 
+/// A ring with a RECV armed that nothing answers, the socket a send goes on (`a`), and the
+/// sockets' other ends (kept open).
+struct Armed {
+    ring: Ring,
+    a: SharedFd,
+    _held: (SharedFd, TcpStream, TcpStream),
+}
+
+fn armed() -> Armed {
+    let (a, a_peer) = tcp_pair();
+    let (b, b_peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv(&b, Vec::with_capacity(64), RECV);
+    Armed {
+        ring,
+        a,
+        _held: (b, a_peer, b_peer),
+    }
+}
+
+/// The wait ends at once, with the send's completion alone: that completion.
+fn the_wait_ends_with_the_send_alone(ring: &mut Ring) -> Completion {
+    let started = Instant::now();
+    ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
+    assert!(started.elapsed() < TEST_TIMEOUT / 2);
+    let mut done = taken(ring);
+    assert_eq!(tokens(&done), vec![SEND]);
+    done.remove(0)
+}
+
 #[test]
 fn a_quiet_sends_success_does_not_end_a_wait_that_something_else_ends() {
     let (a, _a_peer) = tcp_pair();
@@ -70,29 +100,17 @@ fn a_quiet_sends_success_does_not_end_a_wait_that_something_else_ends() {
 
 #[test]
 fn a_plain_sends_success_ends_a_wait_at_once() {
-    let (a, _a_peer) = tcp_pair();
-    let (b, _b_peer) = tcp_pair();
-    let mut ring = ring();
-    ring.recv(&b, Vec::with_capacity(64), RECV);
-    ring.send(&a, b"call".to_vec(), 0, SEND);
-    let started = Instant::now();
-    ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
-    assert!(started.elapsed() < TEST_TIMEOUT / 2);
-    assert_eq!(tokens(&taken(&mut ring)), vec![SEND]);
+    let mut t = armed();
+    t.ring.send(&t.a, b"call".to_vec(), 0, SEND);
+    the_wait_ends_with_the_send_alone(&mut t.ring);
 }
 
 #[test]
 fn a_quiet_send_its_caller_comes_to_need_ends_a_wait_again() {
-    let (a, _a_peer) = tcp_pair();
-    let (b, _b_peer) = tcp_pair();
-    let mut ring = ring();
-    ring.recv(&b, Vec::with_capacity(64), RECV);
-    let key = ring.quietly(|r| r.send(&a, b"call".to_vec(), 0, SEND));
-    ring.need(key.expect("a send in flight has a key"));
-    let started = Instant::now();
-    ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
-    assert!(started.elapsed() < TEST_TIMEOUT / 2);
-    assert_eq!(tokens(&taken(&mut ring)), vec![SEND]);
+    let mut t = armed();
+    let key = t.ring.quietly(|r| r.send(&t.a, b"call".to_vec(), 0, SEND));
+    t.ring.need(key.expect("a send in flight has a key"));
+    the_wait_ends_with_the_send_alone(&mut t.ring);
 }
 
 #[test]
@@ -115,17 +133,10 @@ fn a_wait_a_quiet_send_did_not_end_still_ends_at_its_timeout() {
 
 #[test]
 fn a_quiet_sends_failure_ends_a_wait_at_once() {
+    let mut t = armed();
     // A send on a socket its own side shut for writing fails (EPIPE).
-    let (a, _a_peer) = tcp_pair();
-    let (b, _b_peer) = tcp_pair();
-    rustix::net::shutdown(&*a, rustix::net::Shutdown::Write).unwrap();
-    let mut ring = ring();
-    ring.recv(&b, Vec::with_capacity(64), RECV);
-    ring.quietly(|r| r.send(&a, b"call".to_vec(), 0, SEND));
-    let started = Instant::now();
-    ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
-    assert!(started.elapsed() < TEST_TIMEOUT / 2);
-    let done = taken(&mut ring);
-    assert_eq!(tokens(&done), vec![SEND]);
-    assert!(done[0].result.is_err());
+    rustix::net::shutdown(&*t.a, rustix::net::Shutdown::Write).unwrap();
+    t.ring.quietly(|r| r.send(&t.a, b"call".to_vec(), 0, SEND));
+    let send = the_wait_ends_with_the_send_alone(&mut t.ring);
+    assert!(send.result.is_err());
 }
