@@ -59,15 +59,7 @@ pub(crate) fn unhex(s: &str) -> Vec<u8> {
 /// HMAC-SHA256 of the concatenation of `parts` under `key` (RFC 2104):
 /// what cluster nodes authenticate their handshakes and messages with.
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    use aws_lc_rs::hmac;
-    let key = hmac::Key::new(hmac::HMAC_SHA256, key);
-    let mut ctx = hmac::Context::with_key(&key);
-    for p in parts {
-        ctx.update(p);
-    }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(ctx.sign().as_ref());
-    out
+    HmacSha256Key::new(key).mac(parts)
 }
 
 /// An HMAC-SHA256 key made ready once (its inner and outer pads hashed), for the many MACs
