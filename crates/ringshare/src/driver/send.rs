@@ -77,13 +77,10 @@ impl Worker {
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
-        if c.send_quiet.is_none() {
-            return;
-        }
-        if c.sending && (!c.send_queue.is_empty() || !c.reads_waiting.is_empty() || c.closing) {
-            if let Some(key) = c.send_quiet.take() {
-                self.ring.need(key);
-            }
+        // (`send_quiet` is set only while its send is in flight: `on_send` clears it.)
+        let waits = !c.send_queue.is_empty() || !c.reads_waiting.is_empty() || c.closing;
+        if let Some(key) = c.send_quiet.take_if(|_| waits) {
+            self.ring.need(key);
         }
     }
 
