@@ -394,10 +394,21 @@ impl SendFile {
     }
 }
 
+/// `IORING_RECVSEND_POLL_FIRST` (include/uapi/linux/io_uring.h, Linux 5.19), a RECV's `ioprio`
+/// flag: arm the socket's poll before trying to receive.
+const RECVSEND_POLL_FIRST: u16 = 1;
+
 impl OpKind {
     /// Builds the SQE for the op's current state (first submission or continuation).
     /// Every pointer in it points into memory owned by `self`.
     pub(crate) fn sqe(&mut self, fixed: Fixed) -> squeue::Entry {
+        // A RecvWithin waits for the answer to what was just sent, so its socket is empty when
+        // it starts: the kernel arms its poll at once instead of trying a receive first.
+        let poll_first = if matches!(self, OpKind::RecvWithin { .. }) {
+            RECVSEND_POLL_FIRST
+        } else {
+            0
+        };
         match self {
             OpKind::Accept { fd } => opcode::AcceptMulti::new(types::Fd(fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
@@ -410,6 +421,7 @@ impl OpKind {
                     spare.as_mut_ptr().cast(),
                     len
                 )
+                .ioprio(poll_first)
                 .build())
             }
             OpKind::RecvMulti { fd } => {

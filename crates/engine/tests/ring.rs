@@ -1066,6 +1066,27 @@ fn a_receive_within_its_time_ends_with_the_data_and_its_timeout_goes() {
     );
 }
 
+/// A receive within arms the socket's poll before it tries to receive (its answer is not there
+/// yet when it starts); bytes already waiting when it starts still end it at once.
+#[test]
+fn a_receive_within_ends_at_once_with_bytes_already_waiting() {
+    let (fd, mut peer) = tcp_pair();
+    peer.write_all(b"early").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut ring = ring();
+    ring.recv_within(&fd, Vec::with_capacity(64), 64, Duration::from_secs(5), 34);
+    let started = std::time::Instant::now();
+    let c = wait_for(&mut ring, 34);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "it waited for its timeout: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(c.result.unwrap(), 5);
+    assert_eq!(c.buf.unwrap(), b"early");
+    assert_eq!(ring.in_flight(), 0, "the timeout went with it");
+}
+
 /// `Ring::cancel` ends both steps: one completion, ECANCELED, the buffer back.
 #[test]
 fn cancelling_a_receive_within_ends_both_of_its_steps() {
