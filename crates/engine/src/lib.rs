@@ -59,6 +59,7 @@ mod bufring;
 mod completion;
 pub mod creds;
 mod files;
+mod keep;
 pub mod net;
 mod op;
 mod personality;
@@ -76,6 +77,7 @@ use std::sync::Arc;
 
 pub use completion::Completion;
 pub use creds::Creds;
+pub use keep::CpuKeep;
 pub use personality::PERSONALITIES_MAX;
 pub use pipe::size_pipe;
 pub use ring::{leaked_ops, OpKey, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};

@@ -351,6 +351,21 @@ impl Ring {
         );
     }
 
+    /// Keeps the io-wq workers that run this thread's blocking work (splices, among them) on
+    /// `cpus` (`IORING_REGISTER_IOWQ_AFF`), those running now and those started later.
+    pub fn keep_workers_on(&mut self, cpus: &[usize]) -> io::Result<()> {
+        // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in cpus {
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            }
+            // SAFETY: cpu < CPU_SETSIZE (checked above): the bit lies inside the set.
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        self.uring.submitter().register_iowq_aff(&set)
+    }
+
     /// Registers `fd` in the ring's file table: operations on it then name
     /// its slot instead of the fd, so the kernel takes no file reference per
     /// SQE. False when there is no table or no free slot (operations then use

@@ -28,10 +28,7 @@ where
         ));
     }
     let cpus: Vec<usize> = if pin_cpus {
-        let allowed = sched_getaffinity(None)?;
-        (0..CpuSet::MAX_CPU)
-            .filter(|&cpu| allowed.is_set(cpu))
-            .collect()
+        crate::keep::allowed(&sched_getaffinity(None)?)
     } else {
         Vec::new()
     };

@@ -248,7 +248,7 @@ impl ServeArgs {
             cfg.global.log_level = level;
         }
         if self.pin_cpus {
-            cfg.global.pin_cpus = true;
+            cfg.global.pin_cpus = crate::config::PinCpus::Yes;
         }
         Ok(cfg)
     }

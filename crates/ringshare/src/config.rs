@@ -123,6 +123,19 @@ pub enum SigningPolicy {
     Mandatory,
 }
 
+/// `pin cpus` (ringshare extension): where the I/O threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinCpus {
+    /// Wherever the scheduler puts them.
+    No,
+    /// I/O thread N keeps to CPU N, with the io-wq workers that run its splices, while it sends
+    /// READ data spliced from the page cache, and for a moment after; otherwise it is free
+    /// (docs/limits.md). The default.
+    Auto,
+    /// I/O thread N always runs on CPU N.
+    Yes,
+}
+
 /// `zerocopy send` (ringshare extension): whether large in-memory replies
 /// (signed or encrypted READ data) go out with io_uring `SEND_ZC`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,8 +322,8 @@ pub struct Global {
     /// memory. Server-wide in ringshare. Default yes (Samba's default is no); see
     /// docs/architecture.md for the consistency rule and the WRITE path.
     pub use_sendfile: bool,
-    /// `pin cpus` (ringshare extension): pin I/O thread N to CPU N. Default no.
-    pub pin_cpus: bool,
+    /// `pin cpus` (ringshare extension): yes, no or auto (the default); see [`PinCpus`].
+    pub pin_cpus: PinCpus,
     /// `multishot receive` (ringshare extension): connections receive small
     /// requests through one multishot receive each, into buffers the I/O
     /// thread shares (io_uring provided buffers), instead of a receive per
@@ -447,7 +460,7 @@ impl Default for Global {
             get_quota_command: None,
             set_quota_command: None,
             use_sendfile: true,
-            pin_cpus: false,
+            pin_cpus: PinCpus::Auto,
             multishot_receive: false,
             kernel_change_notify: true,
             multicast_dns_register: true,
@@ -905,11 +918,12 @@ mod tests {
     }
 
     #[test]
-    fn use_sendfile_defaults_to_yes_and_pin_cpus_and_multishot_receive_to_no_and_all_can_be_set() {
+    fn use_sendfile_defaults_to_yes_pin_cpus_to_auto_and_multishot_receive_to_no_and_all_can_be_set(
+    ) {
         let path = Path::new("test.conf");
         let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
         assert!(d.global.use_sendfile);
-        assert!(!d.global.pin_cpus);
+        assert_eq!(d.global.pin_cpus, PinCpus::Auto);
         assert!(!d.global.multishot_receive);
         let c = parse_str(
             "[global]\nuse sendfile = no\npin cpus = yes\nmultishot receive = yes\n[s]\npath = /tmp\n",
@@ -917,8 +931,19 @@ mod tests {
         )
         .unwrap();
         assert!(!c.global.use_sendfile);
-        assert!(c.global.pin_cpus);
+        assert_eq!(c.global.pin_cpus, PinCpus::Yes);
         assert!(c.global.multishot_receive);
+        let pin = |v: &str| {
+            parse_str(
+                &format!("[global]\npin cpus = {v}\n[s]\npath = /tmp\n"),
+                path,
+            )
+            .unwrap()
+            .global
+            .pin_cpus
+        };
+        assert_eq!(pin("no"), PinCpus::No);
+        assert_eq!(pin("auto"), PinCpus::Auto);
     }
 
     #[test]

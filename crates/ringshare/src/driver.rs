@@ -29,7 +29,7 @@ use std::time::Duration;
 use ringshare_core::idmap::IdMap;
 use ringshare_core::metrics::Metrics;
 use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile, Transport};
-use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd};
+use ringshare_engine::{net, Completion, CpuKeep, Ring, RingConfig, SharedFd};
 use ringshare_vfs::{FsError, Who};
 
 pub mod kernel_notify;
@@ -280,6 +280,8 @@ enum IoKind {
 
 struct Worker {
     index: usize,
+    /// `pin cpus = auto`: this thread's hold on its CPU while it sends spliced READ data.
+    keep: Option<CpuKeep>,
     ring: Ring,
     shared: Arc<Shared>,
     conns: Vec<Option<Conn>>,
@@ -396,6 +398,11 @@ fn new_worker(
     };
     let mut w = Worker {
         index,
+        keep: if shared.keep_cpus {
+            CpuKeep::for_thread(index)
+        } else {
+            None
+        },
         ring,
         shared,
         conns: Vec::new(),
@@ -587,6 +594,7 @@ impl Worker {
         self.quic_timers();
         self.home_timers();
         let t = self.clock;
+        self.let_cpu_go(t.mono_ms);
         if self.index == 0 {
             // Closes nothing (one look at the table) when none is due. What the closes ask of
             // the cluster (a persistent open's record removed, the close at a file's home) is

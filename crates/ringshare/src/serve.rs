@@ -594,6 +594,7 @@ pub fn serve(
         send_file: cfg.global.use_sendfile,
         multishot_receive: cfg.global.multishot_receive,
         zerocopy_send: cfg.global.zerocopy_send,
+        keep_cpus: cfg.global.pin_cpus == crate::config::PinCpus::Auto,
         splice_chunk: splice_chunk(),
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
         ring_metrics,
@@ -624,7 +625,8 @@ pub fn serve(
             .collect::<Vec<_>>()
             .join(" ")
     ));
-    let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {
+    let pin = cfg.global.pin_cpus == crate::config::PinCpus::Yes;
+    let result = runtime::run_per_core(threads, pin, |i| {
         let l = if i == 0 {
             crate::lock(&first).take()
         } else {

@@ -23,8 +23,8 @@ use ringshare_core::shadow::{ShadowCopy, SnapSort};
 use ringshare_core::{InheritOwner, ShareRules};
 
 use crate::config::{
-    self, Config, ConfigError, EncryptPolicy, Global, KerberosMethod, MapToGuest, ShareConfig,
-    SigningPolicy, ZerocopySend,
+    self, Config, ConfigError, EncryptPolicy, Global, KerberosMethod, MapToGuest, PinCpus,
+    ShareConfig, SigningPolicy, ZerocopySend,
 };
 
 /// The files `testparm` reads when none is given, in order: ringshare's own, then Samba's.
@@ -432,7 +432,12 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     };
     opt(s, "zerocopy send", zc);
     opt(s, "multishot receive", yes_no(*multishot_receive));
-    opt(s, "pin cpus", yes_no(*pin_cpus));
+    let pin = match pin_cpus {
+        PinCpus::No => "no",
+        PinCpus::Auto => "auto",
+        PinCpus::Yes => "yes",
+    };
+    opt(s, "pin cpus", pin);
     opt(s, "kernel change notify", yes_no(*kernel_change_notify));
     opt(s, "multicast dns register", yes_no(*multicast_dns_register));
     opt(s, "wsd", yes_no(*wsd));

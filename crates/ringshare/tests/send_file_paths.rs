@@ -212,3 +212,90 @@ fn replies_queued_behind_a_send_to_a_slow_peer_go_out_as_soon_as_it_reads_again(
         "replies waited once the peer read again: {slow:?}"
     );
 }
+
+/// `Cpus_allowed_list` of task `tid` of process `pid`.
+fn cpus_of(pid: u32, tid: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"));
+    list.unwrap().trim().to_owned()
+}
+
+/// The I/O threads of process `pid` (comm `ringshare-ring-N`, cut to 15 bytes) and the io-wq
+/// workers of each (`iou-wrk-TID`): (thread, its workers).
+fn io_threads(pid: u32) -> Vec<(String, Vec<String>)> {
+    let tasks: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| {
+            let tid = e.ok()?.file_name().to_str()?.to_owned();
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+            Some((tid, comm.trim_end().to_owned()))
+        })
+        .collect();
+    let workers = |tid: &str| {
+        let name = format!("iou-wrk-{tid}");
+        tasks
+            .iter()
+            .filter(|(_, c)| *c == name)
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    tasks
+        .iter()
+        .filter(|(_, c)| c.starts_with("ringshare-ring"))
+        .map(|(t, _)| (t.clone(), workers(t)))
+        .collect()
+}
+
+#[test]
+fn an_io_thread_sending_read_data_keeps_to_its_cpu_with_its_workers_and_is_free_again_after() {
+    let free = cpus_of(std::process::id(), &std::process::id().to_string());
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("one CPU ({free}): nothing to keep to");
+        return;
+    }
+    // `pin cpus = auto`, the default.
+    let rig = Rig::start("keep", "");
+    std::fs::write(rig.share_dir.join("big"), pattern(4 << 20)).unwrap();
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = raw
+        .create("big", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
+        .expect("open big");
+    raw.gather_credits(64);
+    let pid = rig.pid();
+    for (t, _) in io_threads(pid) {
+        assert_eq!(cpus_of(pid, &t), free, "I/O thread {t} before any READ");
+    }
+    let data = raw.read(f, 0, 1 << 20).expect("READ");
+    assert_eq!(data, pattern(4 << 20)[..1 << 20]);
+    let kept: Vec<_> = io_threads(pid)
+        .into_iter()
+        .filter(|(t, _)| cpus_of(pid, t) != free)
+        .collect();
+    assert_eq!(
+        kept.len(),
+        1,
+        "one I/O thread sent the READ's data: {kept:?}"
+    );
+    let (thread, workers) = &kept[0];
+    let cpu = cpus_of(pid, thread);
+    assert!(cpu.parse::<usize>().is_ok(), "kept to one CPU: {cpu}");
+    assert!(!workers.is_empty(), "the splices ran on no io-wq worker");
+    for w in workers {
+        assert_eq!(cpus_of(pid, w), cpu, "worker {w} of I/O thread {thread}");
+    }
+    // 200 ms after the last spliced READ reply the hold ends, at the thread's next turn.
+    thread::sleep(Duration::from_millis(400));
+    raw.close(f).expect("close");
+    assert_eq!(
+        cpus_of(pid, thread),
+        free,
+        "I/O thread {thread} is free again"
+    );
+    for (t, workers) in io_threads(pid) {
+        for w in workers {
+            assert_eq!(cpus_of(pid, &w), free, "worker {w} of I/O thread {t}");
+        }
+    }
+}

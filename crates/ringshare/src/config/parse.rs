@@ -595,7 +595,11 @@ impl<'a> Parser<'a> {
                 self.global.use_sendfile = self.bool_value(line, key, value)?;
             }
             Opt::PinCpus => {
-                self.global.pin_cpus = self.bool_value(line, key, value)?;
+                self.global.pin_cpus = match self.auto_or_bool_value(line, key, value)? {
+                    None => PinCpus::Auto,
+                    Some(true) => PinCpus::Yes,
+                    Some(false) => PinCpus::No,
+                };
             }
             Opt::MultishotReceive => {
                 self.global.multishot_receive = self.bool_value(line, key, value)?;

@@ -401,6 +401,7 @@ fn worker(level: u16, to: SocketAddr, advertised: u16) -> (Worker, Arc<Peers>) {
         send_file: false,
         multishot_receive: false,
         zerocopy_send: crate::config::ZerocopySend::No,
+        keep_cpus: false,
         splice_chunk: 1 << 20,
         ring_metrics: None,
         send_stall_ms: 60_000,

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
+/// started (a client reading a file sends the next READ well within it).
+const KEEP_CPU_MS: u64 = 200;
+
 impl Worker {
     pub(super) fn flush_sends(&mut self, slot: u32) {
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
@@ -37,6 +41,7 @@ impl Worker {
             let who = who.take();
             c.send_queue.pop_front();
             c.sending_file = Some(len);
+            self.keep_cpu();
             self.ring
                 .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
             return;
@@ -68,6 +73,34 @@ impl Worker {
         }
         c.sending_bytes = parts.iter().map(Vec::len).sum();
         c.send_quiet = self.ring.quietly(|r| r.send_vectored(&fd, parts, tok));
+    }
+
+    /// `pin cpus = auto`: a spliced READ reply starts, so this thread and its io-wq workers
+    /// keep to its CPU (already so while replies follow each other).
+    fn keep_cpu(&mut self) {
+        let Some(k) = self.keep.as_mut() else { return };
+        if let Err(e) = k.hold(&mut self.ring, self.clock.mono_ms) {
+            tracing::info!(
+                "pin cpus = auto: I/O thread {} cannot keep to CPU {} ({e}); it runs free from now on",
+                self.index,
+                k.home()
+            );
+            self.keep = None;
+        }
+    }
+
+    /// `pin cpus = auto`: the thread is free again once no spliced READ reply started for
+    /// [`KEEP_CPU_MS`].
+    pub(super) fn let_cpu_go(&mut self, now_ms: u64) {
+        let Some(k) = self.keep.as_mut() else { return };
+        if let Err(e) = k.let_go_after(&mut self.ring, now_ms, KEEP_CPU_MS) {
+            tracing::warn!(
+                "pin cpus = auto: I/O thread {} could not leave CPU {} ({e}); it stays there",
+                self.index,
+                k.home()
+            );
+            self.keep = None;
+        }
     }
 
     /// At the end of a turn, for a connection the turn touched: a quiet send in flight whose

@@ -29,6 +29,8 @@ pub struct Shared {
     pub multishot_receive: bool,
     /// `zerocopy send`: large in-memory replies go out with `SEND_ZC`.
     pub zerocopy_send: ZerocopySend,
+    /// `pin cpus = auto`: each I/O thread keeps to its CPU while it sends spliced READ data.
+    pub keep_cpus: bool,
     /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
     pub splice_chunk: usize,
     /// Each ring's request counters (`metrics listen`), when on: a worker
