@@ -21,15 +21,22 @@ fn pattern(len: usize) -> Vec<u8> {
         .collect()
 }
 
-#[test]
-fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_others_are_served() {
-    let rig = Rig::start("stall", "\tsend timeout = 2\n");
-    std::fs::write(rig.share_dir.join("big"), pattern(64 << 20)).unwrap();
+/// A file "big" of `len` pattern bytes in the rig's share, opened for reading by a client that
+/// then gathers `credits`.
+fn open_big(rig: &Rig, len: usize, credits: u64) -> (Raw, FileId) {
+    std::fs::write(rig.share_dir.join("big"), pattern(len)).unwrap();
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
     let f = raw
         .create("big", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
         .expect("open big");
-    raw.gather_credits(48 * 16);
+    raw.gather_credits(credits);
+    (raw, f)
+}
+
+#[test]
+fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_others_are_served() {
+    let rig = Rig::start("stall", "\tsend timeout = 2\n");
+    let (mut raw, f) = open_big(&rig, 64 << 20, 48 * 16);
     // 48 MiB of READs in flight, none of the replies taken: far more than the
     // socket buffers hold, so the server's send (a splice) blocks.
     for i in 0..48u64 {
@@ -257,12 +264,7 @@ fn an_io_thread_sending_read_data_keeps_to_its_cpu_with_its_workers_and_is_free_
     }
     // `pin cpus = auto`, the default.
     let rig = Rig::start("keep", "");
-    std::fs::write(rig.share_dir.join("big"), pattern(4 << 20)).unwrap();
-    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
-    let f = raw
-        .create("big", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
-        .expect("open big");
-    raw.gather_credits(64);
+    let (mut raw, f) = open_big(&rig, 4 << 20, 64);
     let pid = rig.pid();
     for (t, _) in io_threads(pid) {
         assert_eq!(cpus_of(pid, &t), free, "I/O thread {t} before any READ");
