@@ -56,8 +56,9 @@ impl CpuKeep {
     }
 
     /// A stream begins at `now_ms`: the thread and the workers of its io-wq keep to its CPU from
-    /// now on (two system calls when the hold begins, none while it lasts). On an error the thread
-    /// runs as before, free, and the caller should stop keeping.
+    /// now on. Its start sets the thread's mask, its io-wq's and each running worker's (found in
+    /// /proc/self/task); while it lasts, nothing. On an error the thread runs as before, free, and
+    /// the caller should stop keeping.
     pub fn hold(&mut self, ring: &mut Ring, now_ms: u64) -> io::Result<()> {
         self.last_ms = now_ms;
         if self.held {

@@ -351,8 +351,9 @@ impl Ring {
         );
     }
 
-    /// Keeps the io-wq workers that run this thread's blocking work (splices, among them) on
-    /// `cpus` (`IORING_REGISTER_IOWQ_AFF`), those running now and those started later.
+    /// Keeps the io-wq workers this thread's io-wq starts from now on (they run its blocking work,
+    /// splices among it) on `cpus` (`IORING_REGISTER_IOWQ_AFF`). Workers already running keep
+    /// their mask (see `CpuKeep`, which places them one by one).
     pub fn keep_workers_on(&mut self, cpus: &[usize]) -> io::Result<()> {
         // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
