@@ -72,6 +72,12 @@ impl CpuKeep {
         Ok(())
     }
 
+    /// When [`CpuKeep::let_go_after`] with `idle_ms` ends the hold if no stream begins meanwhile
+    /// (on the caller's clock); `None` while there is no hold.
+    pub fn ends_at(&self, idle_ms: u64) -> Option<u64> {
+        self.held.then(|| self.last_ms.saturating_add(idle_ms))
+    }
+
     /// Ends the hold once no stream began for `idle_ms`: the thread and its workers may run on
     /// every CPU they could before.
     pub fn let_go_after(&mut self, ring: &mut Ring, now_ms: u64, idle_ms: u64) -> io::Result<()> {

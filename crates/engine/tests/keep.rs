@@ -71,12 +71,14 @@ fn a_thread_holding_its_cpu_runs_there_with_its_io_workers_and_is_free_again_aft
     }
 
     keep.hold(&mut ring, 1_050).unwrap();
+    assert_eq!(keep.ends_at(100), Some(1_150));
     keep.let_go_after(&mut ring, 1_149, 100).unwrap();
     assert!(keep.is_held(), "a stream began 99 ms ago: the hold lasts");
     assert_eq!(cpus_of(me), home);
 
     keep.let_go_after(&mut ring, 1_150, 100).unwrap();
     assert!(!keep.is_held());
+    assert_eq!(keep.ends_at(100), None);
     assert_eq!(cpus_of(me), free, "the thread is free again");
     splice_on_a_worker(&mut ring, 3);
     for w in workers_of(me) {

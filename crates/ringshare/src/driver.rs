@@ -586,6 +586,11 @@ impl Worker {
             .chain(scavenge)
             .chain(self.quic.as_ref().and_then(|q| q.deadline_ms(now_ms)))
             .chain(self.home.as_ref().and_then(|h| h.deadline()))
+            .chain(
+                self.keep
+                    .as_ref()
+                    .and_then(|k| k.ends_at(send::KEEP_CPU_MS)),
+            )
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }

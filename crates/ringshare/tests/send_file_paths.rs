@@ -287,9 +287,9 @@ fn an_io_thread_sending_read_data_keeps_to_its_cpu_with_its_workers_and_is_free_
     for w in workers {
         assert_eq!(cpus_of(pid, w), cpu, "worker {w} of I/O thread {thread}");
     }
-    // 200 ms after the last spliced READ reply the hold ends, at the thread's next turn.
+    // 200 ms after the last spliced READ reply began the hold ends, with no request to wake
+    // the thread.
     thread::sleep(Duration::from_millis(400));
-    raw.close(f).expect("close");
     assert_eq!(
         cpus_of(pid, thread),
         free,
@@ -300,4 +300,5 @@ fn an_io_thread_sending_read_data_keeps_to_its_cpu_with_its_workers_and_is_free_
             assert_eq!(cpus_of(pid, &w), free, "worker {w} of I/O thread {t}");
         }
     }
+    raw.close(f).expect("close");
 }

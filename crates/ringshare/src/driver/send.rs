@@ -5,7 +5,7 @@ use super::*;
 
 /// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
 /// started (a client reading a file sends the next READ well within it).
-const KEEP_CPU_MS: u64 = 200;
+pub(super) const KEEP_CPU_MS: u64 = 200;
 
 impl Worker {
     pub(super) fn flush_sends(&mut self, slot: u32) {
@@ -90,7 +90,7 @@ impl Worker {
     }
 
     /// `pin cpus = auto`: the thread is free again once no spliced READ reply started for
-    /// [`KEEP_CPU_MS`].
+    /// [`KEEP_CPU_MS`] (the loop's wait ends by then: `next_timeout`).
     pub(super) fn let_cpu_go(&mut self, now_ms: u64) {
         let Some(k) = self.keep.as_mut() else { return };
         if let Err(e) = k.let_go_after(&mut self.ring, now_ms, KEEP_CPU_MS) {
