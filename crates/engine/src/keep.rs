@@ -27,21 +27,25 @@ pub struct CpuKeep {
     held: bool,
     /// When the last stream began, on the caller's clock (ms).
     last_ms: u64,
+    /// How long a hold outlasts the start of the last stream (ms).
+    idle_ms: u64,
 }
 
 impl CpuKeep {
-    /// For the calling thread, I/O thread `index`. `None` when it may run on one CPU only
-    /// (nothing to keep) or its mask cannot be read.
-    pub fn for_thread(index: usize) -> Option<CpuKeep> {
+    /// For the calling thread, I/O thread `index`, whose holds end `idle_ms` after the last
+    /// stream began. `None` when it may run on one CPU only (nothing to keep) or its mask cannot
+    /// be read.
+    pub fn for_thread(index: usize, idle_ms: u64) -> Option<CpuKeep> {
         let whole = allowed(&sched_getaffinity(None).ok()?);
         if whole.len() < 2 {
             return None;
         }
         Some(CpuKeep {
-            home: whole[index % whole.len()],
+            home: home_cpu(&whole, index),
             whole,
             held: false,
             last_ms: 0,
+            idle_ms,
         })
     }
 
@@ -72,16 +76,16 @@ impl CpuKeep {
         Ok(())
     }
 
-    /// When [`CpuKeep::let_go_after`] with `idle_ms` ends the hold if no stream begins meanwhile
-    /// (on the caller's clock); `None` while there is no hold.
-    pub fn ends_at(&self, idle_ms: u64) -> Option<u64> {
-        self.held.then(|| self.last_ms.saturating_add(idle_ms))
+    /// When the hold ends if no stream begins meanwhile (on the caller's clock): `idle_ms` after
+    /// the last began. `None` while there is no hold.
+    pub fn ends_at(&self) -> Option<u64> {
+        self.held.then(|| self.last_ms.saturating_add(self.idle_ms))
     }
 
-    /// Ends the hold once no stream began for `idle_ms`: the thread and its workers may run on
-    /// every CPU they could before.
-    pub fn let_go_after(&mut self, ring: &mut Ring, now_ms: u64, idle_ms: u64) -> io::Result<()> {
-        if !self.held || now_ms < self.last_ms.saturating_add(idle_ms) {
+    /// Ends the hold once no stream began for `idle_ms` ([`CpuKeep::ends_at`] is past): the
+    /// thread and its workers may run on every CPU they could before.
+    pub fn let_go_if_idle(&mut self, ring: &mut Ring, now_ms: u64) -> io::Result<()> {
+        if self.ends_at().is_none_or(|end| now_ms < end) {
             return Ok(());
         }
         self.held = false;
@@ -198,6 +202,12 @@ fn decimal_of(name: &[u8]) -> Option<i32> {
     std::str::from_utf8(name).ok()?.parse().ok()
 }
 
+/// The CPU I/O thread `index` runs on when pinned or kept: the index-th of `cpus` (the CPUs its
+/// process may run on), wrapping around when there are more threads than CPUs.
+pub(crate) fn home_cpu(cpus: &[usize], index: usize) -> usize {
+    cpus[index % cpus.len()]
+}
+
 /// The CPUs set in `set`, in order.
 pub(crate) fn allowed(set: &CpuSet) -> Vec<usize> {
     (0..CpuSet::MAX_CPU)
@@ -205,7 +215,7 @@ pub(crate) fn allowed(set: &CpuSet) -> Vec<usize> {
         .collect()
 }
 
-fn set_of(cpus: &[usize]) -> CpuSet {
+pub(crate) fn set_of(cpus: &[usize]) -> CpuSet {
     let mut set = CpuSet::new();
     for &cpu in cpus {
         set.set(cpu);

@@ -3,7 +3,7 @@
 use std::io;
 use std::thread;
 
-use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+use rustix::thread::{sched_getaffinity, sched_setaffinity};
 
 /// Cores this process may run on (affinity mask and cgroup quota respected), at least 1.
 pub fn available_cores() -> usize {
@@ -41,9 +41,8 @@ where
                 .name(format!("ringshare-ring-{index}"))
                 .spawn_scoped(scope, move || {
                     if !cpus.is_empty() {
-                        let mut set = CpuSet::new();
-                        set.set(cpus[index % cpus.len()]);
-                        sched_setaffinity(None, &set)?;
+                        let home = crate::keep::home_cpu(cpus, index);
+                        sched_setaffinity(None, &crate::keep::set_of(&[home]))?;
                     }
                     f(index)
                 });

@@ -46,7 +46,7 @@ fn splice_on_a_worker(ring: &mut Ring, token: u64) {
 
 #[test]
 fn a_thread_holding_its_cpu_runs_there_with_its_io_workers_and_is_free_again_after() {
-    let Some(mut keep) = CpuKeep::for_thread(1) else {
+    let Some(mut keep) = CpuKeep::for_thread(1, 100) else {
         eprintln!("this process may run on one CPU only: nothing to keep");
         return;
     };
@@ -71,14 +71,14 @@ fn a_thread_holding_its_cpu_runs_there_with_its_io_workers_and_is_free_again_aft
     }
 
     keep.hold(&mut ring, 1_050).unwrap();
-    assert_eq!(keep.ends_at(100), Some(1_150));
-    keep.let_go_after(&mut ring, 1_149, 100).unwrap();
+    assert_eq!(keep.ends_at(), Some(1_150));
+    keep.let_go_if_idle(&mut ring, 1_149).unwrap();
     assert!(keep.is_held(), "a stream began 99 ms ago: the hold lasts");
     assert_eq!(cpus_of(me), home);
 
-    keep.let_go_after(&mut ring, 1_150, 100).unwrap();
+    keep.let_go_if_idle(&mut ring, 1_150).unwrap();
     assert!(!keep.is_held());
-    assert_eq!(keep.ends_at(100), None);
+    assert_eq!(keep.ends_at(), None);
     assert_eq!(cpus_of(me), free, "the thread is free again");
     splice_on_a_worker(&mut ring, 3);
     for w in workers_of(me) {

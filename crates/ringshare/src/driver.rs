@@ -399,7 +399,7 @@ fn new_worker(
     let mut w = Worker {
         index,
         keep: if shared.keep_cpus {
-            CpuKeep::for_thread(index)
+            CpuKeep::for_thread(index, send::KEEP_CPU_MS)
         } else {
             None
         },
@@ -586,11 +586,7 @@ impl Worker {
             .chain(scavenge)
             .chain(self.quic.as_ref().and_then(|q| q.deadline_ms(now_ms)))
             .chain(self.home.as_ref().and_then(|h| h.deadline()))
-            .chain(
-                self.keep
-                    .as_ref()
-                    .and_then(|k| k.ends_at(send::KEEP_CPU_MS)),
-            )
+            .chain(self.keep.as_ref().and_then(CpuKeep::ends_at))
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }

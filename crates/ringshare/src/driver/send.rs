@@ -93,7 +93,7 @@ impl Worker {
     /// [`KEEP_CPU_MS`] (the loop's wait ends by then: `next_timeout`).
     pub(super) fn let_cpu_go(&mut self, now_ms: u64) {
         let Some(k) = self.keep.as_mut() else { return };
-        if let Err(e) = k.let_go_after(&mut self.ring, now_ms, KEEP_CPU_MS) {
+        if let Err(e) = k.let_go_if_idle(&mut self.ring, now_ms) {
             tracing::warn!(
                 "pin cpus = auto: I/O thread {} could not leave CPU {} ({e}); it stays there",
                 self.index,
