@@ -41,7 +41,7 @@ trap lib_cleanup EXIT INT TERM
 say() { echo "== $*" >&2; }
 
 # The CPU the figures were measured on.
-lib_cpu() { echo "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) CPUs)"; }
+. "$(dirname "${BASH_SOURCE[0]}")/cpu.sh"
 
 # The data set: a 2 GiB random file (big) and a 2 GiB file the overwrite rows write (rsover.bin)
 # in the tmpfs directory $DATA, owned by the benchmark user (created when missing).

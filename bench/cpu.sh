@@ -1,0 +1,11 @@
+# bench/cpu.sh: `lib_cpu`, the CPU a run measured on, sourced by bench/lib.sh and bench/limit.
+# The CPU model, its count, and the vector features AES-GCM and copies depend on (VAES, AVX-512):
+# one model name covers EPYCs with and without them, so each compare run says which it had.
+lib_cpu() {
+    local flags feats="" f
+    flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -1) "
+    for f in vaes avx512f avx2 aes; do
+        case "$flags" in *" $f "*) feats="$feats $f" ;; *) feats="$feats no-$f" ;; esac
+    done
+    echo "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) CPUs;$feats)"
+}
