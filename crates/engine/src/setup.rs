@@ -17,6 +17,10 @@ pub struct RingConfig {
     /// `IORING_SETUP_DEFER_TASKRUN` (needs `single_issuer`): completion work runs
     /// only inside [`Ring::submit_and_wait`], on the ring's thread. Default true.
     /// Silently dropped when the kernel refuses it; see [`Ring::setup`].
+    /// Its cost: an io-wq worker's completion is work for the ring's thread too, so
+    /// each linked step after one that ran on a worker (the splices of a
+    /// [`Ring::send_file`]) waits for that thread to enter the kernel, and is then
+    /// queued to io-wq again. Without it the worker that ends a step runs the next.
     pub defer_taskrun: bool,
     /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
     pub sqpoll: bool,

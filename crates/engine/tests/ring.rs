@@ -648,6 +648,50 @@ fn send_file_past_the_end_of_the_file_reports_the_short_count() {
 }
 
 #[test]
+fn without_defer_taskrun_a_send_files_linked_splices_run_to_the_end_while_the_ring_thread_waits_elsewhere(
+) {
+    // 16 chunks of 64 KiB: one round of linked splices, each forced onto an io-wq worker.
+    // With DEFER_TASKRUN each step's completion would wait for this thread to enter the
+    // kernel before the next step started, so the peer would get the head and no more.
+    let data = pattern(1024 * 1024);
+    let (file, path) = file_with("sendfile-worker", &data);
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        splice_chunk: 64 * 1024,
+        defer_taskrun: false,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    assert!(!ring.setup().defer_taskrun);
+    let head = b"HEAD".to_vec();
+    let want = head.len() + data.len();
+    let reader = thread::spawn(move || {
+        let mut got = vec![0u8; want];
+        let mut at = 0;
+        while at < want {
+            match peer.read(&mut got[at..]) {
+                Ok(n) if n > 0 => at += n,
+                _ => break,
+            }
+        }
+        got.truncate(at);
+        got
+    });
+    ring.send_file(&sock, head.clone(), &file, 0, data.len(), None, 3);
+    ring.submit().unwrap();
+    // This thread does not enter the kernel again until the peer has read everything.
+    let got = reader.join().unwrap();
+    assert_eq!(
+        got.len(),
+        want,
+        "bytes that arrived before the ring's thread came back"
+    );
+    assert!(got[..head.len()] == head[..] && got[head.len()..] == data[..]);
+    assert_eq!(wait_for(&mut ring, 3).result.unwrap(), data.len());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn send_file_to_a_closed_peer_fails_and_a_cancel_ends_a_stalled_one() {
     let data = pattern(8 * 1024 * 1024);
     let (file, path) = file_with("sendfile-closed", &data);

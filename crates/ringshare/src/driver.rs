@@ -353,17 +353,16 @@ pub fn run_worker(
     new_worker(index, shared, first_listeners)?.run()
 }
 
-/// A worker with its ring, its listeners armed.
-fn new_worker(
-    index: usize,
-    shared: Arc<Shared>,
-    first_listeners: Option<Vec<OwnedFd>>,
-) -> io::Result<Worker> {
-    // Counted only in test binaries that install the counting allocator.
-    ringshare_engine::alloc_count::enroll_thread();
+/// An I/O thread's ring. Without `DEFER_TASKRUN`: a spliced READ reply is a chain of
+/// linked splices that run on an io-wq worker, and with it each step's completion
+/// waited for this thread, which then queued the next step to io-wq again (2 hand-offs
+/// per 1 MiB READ, 8 per 4 MiB; without it 1). docs/benchmarks.md, session 66.
+/// `RINGSHARE_DEFER_TASKRUN` (any value) sets it again, for measuring.
+fn io_ring_config(shared: &Shared) -> RingConfig {
     let defaults = RingConfig::default();
-    let ring = Ring::new(RingConfig {
+    RingConfig {
         splice_chunk: shared.splice_chunk,
+        defer_taskrun: std::env::var_os("RINGSHARE_DEFER_TASKRUN").is_some(),
         recv_bufs: if shared.multishot_receive {
             defaults.recv_bufs
         } else {
@@ -377,7 +376,18 @@ fn new_worker(
             defaults.fixed_files
         },
         ..defaults
-    })?;
+    }
+}
+
+/// A worker with its ring, its listeners armed.
+fn new_worker(
+    index: usize,
+    shared: Arc<Shared>,
+    first_listeners: Option<Vec<OwnedFd>>,
+) -> io::Result<Worker> {
+    // Counted only in test binaries that install the counting allocator.
+    ringshare_engine::alloc_count::enroll_thread();
+    let ring = Ring::new(io_ring_config(&shared))?;
     if shared.multishot_receive && !ring.has_recv_bufs() && index == 0 {
         tracing::info!("this kernel has no io_uring provided-buffer rings (Linux 5.19); receiving with one buffer per connection");
     }
