@@ -353,16 +353,15 @@ pub fn run_worker(
     new_worker(index, shared, first_listeners)?.run()
 }
 
-/// An I/O thread's ring. Without `DEFER_TASKRUN`: a spliced READ reply is a chain of
-/// linked splices that run on an io-wq worker, and with it each step's completion
-/// waited for this thread, which then queued the next step to io-wq again (2 hand-offs
-/// per 1 MiB READ, 8 per 4 MiB; without it 1). docs/benchmarks.md, session 66.
-/// `RINGSHARE_DEFER_TASKRUN` (any value) sets it again, for measuring.
+/// An I/O thread's ring. `RINGSHARE_NO_DEFER_TASKRUN` (any value) sets it up without
+/// `DEFER_TASKRUN`, for measuring: a spliced READ reply's linked splices then run on one
+/// io-wq worker (without the ring's thread between them), which costs seq-read less CPU but
+/// a queue-depth-1 call to a file's home more (docs/benchmarks.md, session 66).
 fn io_ring_config(shared: &Shared) -> RingConfig {
     let defaults = RingConfig::default();
     RingConfig {
         splice_chunk: shared.splice_chunk,
-        defer_taskrun: std::env::var_os("RINGSHARE_DEFER_TASKRUN").is_some(),
+        defer_taskrun: std::env::var_os("RINGSHARE_NO_DEFER_TASKRUN").is_none(),
         recv_bufs: if shared.multishot_receive {
             defaults.recv_bufs
         } else {

@@ -355,11 +355,8 @@ fn ring_send_file(file: &File, sock: &TcpStream, len: u64, chunk: usize) -> io::
     const HEAD: usize = 84;
     let sfd = Arc::new(OwnedFd::from(sock.try_clone()?));
     let ffd = Arc::new(OwnedFd::from(file.try_clone()?));
-    // As the server's I/O threads set it up (`driver::io_ring_config`): the chain's linked
-    // splices run back to back on one io-wq worker.
     let mut ring = Ring::new(RingConfig {
         splice_chunk: chunk,
-        defer_taskrun: false,
         ..RingConfig::default()
     })?;
     let mut head = vec![0u8; HEAD];

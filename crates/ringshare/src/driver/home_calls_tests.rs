@@ -552,14 +552,3 @@ fn opens_refused_before_they_asked_are_counted_with_the_calls_that_found_the_que
         ]
     );
 }
-
-/// Issue 34: an I/O thread's ring has no `DEFER_TASKRUN`, so the io-wq worker that ends one
-/// linked splice of a READ reply runs the next (the engine's test
-/// `without_defer_taskrun_a_send_files_linked_splices_run_to_the_end_while_the_ring_thread_waits_elsewhere`
-/// shows what that changes).
-#[test]
-fn an_io_threads_ring_leaves_a_splice_chain_to_its_io_wq_worker() {
-    let (w, _peers) = worker(4, "127.0.0.1:9".parse().expect("address"), 4);
-    let setup = w.ring.setup();
-    assert!(setup.single_issuer && !setup.defer_taskrun, "{setup:?}");
-}
