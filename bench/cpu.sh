@@ -1,4 +1,5 @@
-# bench/cpu.sh: `lib_cpu`, the CPU a run measured on, sourced by bench/lib.sh and bench/limit.
+# bench/cpu.sh: `lib_cpu`, the CPU a run measured on; sourced by bench/lib.sh, bench/limit,
+# bench/cluster, bench/metrics-overhead, bench/notify-overhead and bench/quic-libs/run.
 # The CPU model, its count, and the vector features AES-GCM and copies depend on (VAES, AVX-512):
 # one model name covers EPYCs with and without them, so each compare run says which it had.
 lib_cpu() {

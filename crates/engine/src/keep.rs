@@ -12,6 +12,7 @@ use std::io;
 use std::mem::MaybeUninit;
 
 use rustix::fs::{Mode, OFlags, RawDir};
+use rustix::path::DecInt;
 use rustix::process::Pid;
 use rustix::thread::{gettid, sched_getaffinity, sched_setaffinity, CpuSet};
 
@@ -101,23 +102,21 @@ fn place(ring: &mut Ring, cpus: &[usize]) -> io::Result<()> {
     let set = set_of(cpus);
     sched_setaffinity(None, &set)?;
     ring.keep_workers_on(cpus)?;
-    let mut result = Ok(());
     each_worker(|tid| {
         // A worker that exited since the listing is no error.
         match sched_setaffinity(Some(tid), &set) {
-            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
-            Err(e) => result = Err(e.into()),
+            Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+            Err(e) => Err(e.into()),
         }
-    })?;
-    result
+    })
 }
 
 /// Calls `f` with each io-wq worker of the calling thread (the kernel names them `iou-wrk-TID`),
-/// read from /proc/self/task into buffers on the stack.
-fn each_worker(mut f: impl FnMut(Pid)) -> io::Result<()> {
+/// read from /proc/self/task into buffers on the stack; stops at `f`'s first error.
+fn each_worker(mut f: impl FnMut(Pid) -> io::Result<()>) -> io::Result<()> {
     let mut want = Stack::new();
     want.put(b"iou-wrk-");
-    want.decimal(gettid().as_raw_nonzero().get().unsigned_abs());
+    want.put(DecInt::new(gettid().as_raw_nonzero().get()).as_bytes());
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let tasks = rustix::fs::open("/proc/self/task", flags, Mode::empty())?;
     let mut listing = [MaybeUninit::<u8>::uninit(); 4096];
@@ -148,7 +147,7 @@ fn each_worker(mut f: impl FnMut(Pid)) -> io::Result<()> {
         let got = &got[..n];
         if got.strip_suffix(b"\n").unwrap_or(got) == want.bytes() {
             if let Some(pid) = Pid::from_raw(tid) {
-                f(pid);
+                f(pid)?;
             }
         }
     }
@@ -173,20 +172,6 @@ impl Stack {
         let n = bytes.len().min(self.buf.len() - self.len);
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
-    }
-
-    fn decimal(&mut self, mut n: u32) {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.put(&digits[i..]);
     }
 
     fn bytes(&self) -> &[u8] {
