@@ -267,3 +267,40 @@ fn a_personality_goes_once_no_one_holds_its_credentials() {
     assert_eq!(ring.personality_count(), 0);
     creds::act_as_server().unwrap();
 }
+
+#[test]
+fn a_send_file_made_for_a_user_runs_on_the_side_ring_under_that_users_registered_personality() {
+    // The side ring has ids of its own: an SQE carrying the main ring's id there would
+    // name no personality (EINVAL) or someone else's. A splice from an open file checks
+    // no permission, so what shows here is that the id is the side ring's own and that
+    // both go when the credentials do.
+    if !root_or_skip("a_send_file_made_for_a_user_runs_on_the_side_ring...") {
+        return;
+    }
+    let dir = Dir::new("/tmp", "side");
+    let f = dir.file("f", ALICE, ALICE, 0o600);
+    let mut ring = Ring::new(RingConfig::default()).unwrap();
+    assert!(ring.setup().side_ring);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let sock: SharedFd = Arc::new(OwnedFd::from(listener.accept().unwrap().0));
+    let fd = open_rw(&f);
+    let carol = creds::intern(Creds::new(59104, 59104, vec![]));
+    creds::act_as(&bob()).unwrap();
+    for token in [1, 2] {
+        ring.send_file(&sock, b"H".to_vec(), &fd, 0, 6, Some(&carol), token);
+        assert_eq!(wait_for(&mut ring, token).result.unwrap(), 6);
+    }
+    creds::act_as_server().unwrap();
+    let mut got = [0u8; 14];
+    std::io::Read::read_exact(&mut peer, &mut got).unwrap();
+    assert_eq!(&got, b"HsecretHsecret");
+    assert_eq!(
+        ring.personality_count(),
+        1,
+        "one per credentials, on both rings"
+    );
+    drop(carol);
+    ring.sweep_personalities();
+    assert_eq!(ring.personality_count(), 0);
+}
