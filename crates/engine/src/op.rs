@@ -38,8 +38,6 @@ pub(crate) struct Op {
     pub(crate) punt: bool,
     /// Its success alone does not end a wait ([`crate::Ring::quietly`]).
     pub(crate) quiet: bool,
-    /// Its SQEs go to the ring's side ring (a send-file; `ring_side.rs`).
-    pub(crate) side: bool,
 }
 
 /// A registered fd and its slot in the ring's file table, if the op has one.

@@ -20,10 +20,7 @@
 //!   someone else. (A submitted request holds its own reference to its
 //!   credentials; only unsubmitted and continued SQEs read the id again.)
 //! - at most [`PERSONALITIES_MAX`] per ring: when full, dead entries go
-//!   first, then the least recently used one that no op names;
-//! - a ring with a side ring (`ring_side.rs`) registers each personality on
-//!   both while acting as its user once, and keeps the two ids together:
-//!   an SQE pushed to the side ring names the side's id ([`Personalities::side_id`]).
+//!   first, then the least recently used one that no op names.
 
 use std::collections::HashMap;
 use std::io;
@@ -39,8 +36,6 @@ pub const PERSONALITIES_MAX: usize = 1024;
 struct Entry {
     who: Weak<Creds>,
     id: u16,
-    /// The same credentials' id on the side ring (0: no side ring).
-    side: u16,
     /// Ops in the ring's slab that carry this id.
     ops: u32,
     /// When it was last asked for ([`Personalities::tick`]).
@@ -51,8 +46,6 @@ struct Entry {
 pub(crate) struct Personalities {
     /// The server's own id (0 when switching is off: SQEs then carry none).
     own: u16,
-    /// The server's own id on the side ring (0: none, or switching off).
-    side_own: u16,
     /// By the address of the credentials' `Arc`.
     entries: HashMap<usize, Entry>,
     /// Id -> key in `entries`.
@@ -67,24 +60,15 @@ fn key_of(who: &Arc<Creds>) -> usize {
 impl Personalities {
     /// The table of a new ring: with switching on, the server's own
     /// credentials are registered as the default for every SQE.
-    pub(crate) fn new(
-        submitter: &Submitter<'_>,
-        side: Option<&Submitter<'_>>,
-    ) -> io::Result<Personalities> {
-        let (own, side_own) = if creds::enabled() {
+    pub(crate) fn new(submitter: &Submitter<'_>) -> io::Result<Personalities> {
+        let own = if creds::enabled() {
             creds::act_as_server()?;
-            let own = submitter.register_personality()?;
-            let side_own = match side {
-                Some(s) => s.register_personality()?,
-                None => 0,
-            };
-            (own, side_own)
+            submitter.register_personality()?
         } else {
-            (0, 0)
+            0
         };
         Ok(Personalities {
             own,
-            side_own,
             entries: HashMap::new(),
             by_id: HashMap::new(),
             tick: 0,
@@ -96,29 +80,16 @@ impl Personalities {
         self.own
     }
 
-    /// The id on the side ring of the credentials whose id on the main ring is `id`
-    /// (0 when there is no side ring or no such id).
-    pub(crate) fn side_id(&self, id: u16) -> u16 {
-        if id == self.own {
-            return self.side_own;
-        }
-        self.by_id
-            .get(&id)
-            .and_then(|k| self.entries.get(k))
-            .map_or(0, |e| e.side)
-    }
-
     /// How many user personalities are registered.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// The id for `who`, registered now if needed (the thread then acts as
-    /// `who`), on the side ring too if there is one. With switching off, the server's (0).
+    /// `who`). With switching off, the server's (0).
     pub(crate) fn id_for(
         &mut self,
         submitter: &Submitter<'_>,
-        side: Option<&Submitter<'_>>,
         who: &Arc<Creds>,
     ) -> io::Result<u16> {
         if creds::is_server(who) {
@@ -131,7 +102,7 @@ impl Personalities {
             return Ok(e.id);
         }
         if self.entries.len() >= PERSONALITIES_MAX {
-            self.sweep(submitter, side);
+            self.sweep(submitter);
         }
         if self.entries.len() >= PERSONALITIES_MAX {
             let victim = self
@@ -141,7 +112,7 @@ impl Personalities {
                 .min_by_key(|(_, e)| e.used)
                 .map(|(k, _)| *k);
             match victim {
-                Some(k) => self.drop_entry(submitter, side, k),
+                Some(k) => self.drop_entry(submitter, k),
                 None => {
                     return Err(io::Error::new(
                         io::ErrorKind::ResourceBusy,
@@ -152,20 +123,11 @@ impl Personalities {
         }
         creds::act_as(who)?;
         let id = submitter.register_personality()?;
-        let side_id = match side.map(|s| s.register_personality()) {
-            None => 0,
-            Some(Ok(side_id)) => side_id,
-            Some(Err(e)) => {
-                let _ = submitter.unregister_personality(id);
-                return Err(e);
-            }
-        };
         self.entries.insert(
             key,
             Entry {
                 who: Arc::downgrade(who),
                 id,
-                side: side_id,
                 ops: 0,
                 used: self.tick,
             },
@@ -190,7 +152,7 @@ impl Personalities {
 
     /// Unregisters the personalities of credentials nobody holds any more
     /// and no op names.
-    pub(crate) fn sweep(&mut self, submitter: &Submitter<'_>, side: Option<&Submitter<'_>>) {
+    pub(crate) fn sweep(&mut self, submitter: &Submitter<'_>) {
         let dead: Vec<usize> = self
             .entries
             .iter()
@@ -198,18 +160,15 @@ impl Personalities {
             .map(|(k, _)| *k)
             .collect();
         for k in dead {
-            self.drop_entry(submitter, side, k);
+            self.drop_entry(submitter, k);
         }
     }
 
-    fn drop_entry(&mut self, submitter: &Submitter<'_>, side: Option<&Submitter<'_>>, key: usize) {
+    fn drop_entry(&mut self, submitter: &Submitter<'_>, key: usize) {
         if let Some(e) = self.entries.remove(&key) {
             self.by_id.remove(&e.id);
             // EINVAL would mean the kernel has no such id: nothing to undo.
             let _ = submitter.unregister_personality(e.id);
-            if let Some(s) = side {
-                let _ = s.unregister_personality(e.side);
-            }
         }
     }
 }

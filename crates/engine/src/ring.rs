@@ -37,10 +37,10 @@ use crate::completion::Completion;
 use crate::creds::Creds;
 use crate::files::FileTable;
 use crate::op::{
-    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
+    cqe_result, empty_msghdr, Op, OpKind, Pipe, Plan, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
 };
 use crate::personality::Personalities;
-use crate::setup::{build, build_side};
+use crate::setup::build;
 pub use crate::setup::{RingConfig, RingSetup};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
@@ -76,6 +76,14 @@ static LEAKED_OPS: AtomicU64 = AtomicU64::new(0);
 /// whose operations did not complete in time after being cancelled.
 pub fn leaked_ops() -> u64 {
     LEAKED_OPS.load(Ordering::Relaxed)
+}
+
+/// A pipe for [`Ring::splice`]: bytes written to `write` come out of `read`;
+/// it holds `capacity` bytes at most.
+pub struct SplicePipe {
+    pub read: SharedFd,
+    pub write: SharedFd,
+    pub capacity: usize,
 }
 
 /// Counters for benchmarks: syscalls and queue entries.
@@ -162,8 +170,6 @@ pub struct Ring {
     quiet: bool,
     /// Quiet ops in flight.
     quiet_in_flight: usize,
-    /// Where send-files run when this ring defers its completion work (`ring_side.rs`).
-    side: Option<side::Side>,
 }
 
 impl Ring {
@@ -179,17 +185,13 @@ impl Ring {
                 "RingConfig::entries must be at least 1",
             ));
         }
-        let (uring, mut setup) = build(config)?;
+        let (uring, setup) = build(config)?;
         probe::check_ring(&uring)?;
-        let side_uring = build_side(config, setup);
-        setup.side_ring = side_uring.is_some();
         if config.blocking_workers_max > 0 {
             // [bounded, unbounded]: splices are "unbounded" work. A failure only
             // means an older kernel; the default limit then applies.
-            for u in std::iter::once(&uring).chain(side_uring.as_ref()) {
-                let mut max = [0, config.blocking_workers_max];
-                let _ = u.submitter().register_iowq_max_workers(&mut max);
-            }
+            let mut max = [0, config.blocking_workers_max];
+            let _ = uring.submitter().register_iowq_max_workers(&mut max);
         }
         if !uring.params().is_feature_skip_cqe_on_success() {
             return Err(io::Error::new(
@@ -198,10 +200,7 @@ impl Ring {
             ));
         }
         let eventfd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
-        let personalities = Personalities::new(
-            &uring.submitter(),
-            side_uring.as_ref().map(|u| u.submitter()).as_ref(),
-        )?;
+        let personalities = Personalities::new(&uring.submitter())?;
         let mut ring = Ring {
             uring,
             ops: Slab::with_capacity(config.entries as usize),
@@ -226,7 +225,6 @@ impl Ring {
             punt: false,
             quiet: false,
             quiet_in_flight: 0,
-            side: None,
         };
         if config.fixed_files > 0 {
             ring.files = FileTable::new(&ring.uring.submitter(), config.fixed_files);
@@ -238,10 +236,6 @@ impl Ring {
             if bufs.register(&ring.uring.submitter()).is_ok() {
                 ring.recv_bufs = Some(bufs);
             }
-        }
-        if let Some(u) = side_uring {
-            // An old kernel that refuses the eventfd: send-files stay on this ring.
-            ring.setup.side_ring = ring.add_side(u).is_ok();
         }
         let fd = Arc::clone(&ring.waker.eventfd);
         ring.waker_key = ring.start(
@@ -266,10 +260,7 @@ impl Ring {
 
     /// Operations in flight or queued, not counting the waker's.
     pub fn in_flight(&self) -> usize {
-        let side_read = self.side.as_ref().map(|s| s.read_key);
-        self.ops.len()
-            - usize::from(self.ops.contains(self.waker_key))
-            - side_read.map_or(0, |k| usize::from(self.ops.contains(k)))
+        self.ops.len() - usize::from(self.ops.contains(self.waker_key))
     }
 
     /// How many users' io_uring personalities this ring has registered (the
@@ -282,9 +273,7 @@ impl Ring {
     /// (their sessions ended) and no operation names. Cheap; call it now and
     /// then, e.g. when connections close.
     pub fn sweep_personalities(&mut self) {
-        let side = self.side.as_ref().map(|s| s.uring.submitter());
-        self.personalities
-            .sweep(&self.uring.submitter(), side.as_ref());
+        self.personalities.sweep(&self.uring.submitter());
     }
 
     /// A handle that wakes this ring from any thread.
@@ -403,9 +392,6 @@ impl Ring {
         let op = self.ops.remove(key)?;
         self.quiet_in_flight -= usize::from(op.quiet);
         self.personalities.release(op.personality);
-        if let (true, Some(side)) = (op.side, self.side.as_mut()) {
-            side.ops -= 1;
-        }
         if let (Some((_, slot)), Some(t)) = (op.fixed, self.files.as_mut()) {
             t.done_with(&self.uring.submitter(), slot);
         }
@@ -627,11 +613,171 @@ impl Ring {
         );
     }
 
+    /// Sends `head`, then `len` bytes of `file` from `offset`, to the socket
+    /// `sock` without copying the file's pages through user memory: file ->
+    /// pipe -> socket with `splice(2)`, the head and the first chunk going out
+    /// in one chain of linked SQEs and each further chunk in one more.
+    /// Completes once: `Ok(n)` with the file bytes sent (`n < len` only if
+    /// the file ended first; the caller then owes the peer `len - n` bytes),
+    /// or the first error. The head comes back in `buf`. Cancelling it (see
+    /// [`Ring::cancel`]) also shuts `sock` down for writing: a frame cut in
+    /// the middle cannot be finished, and a splice blocked on a peer that
+    /// stopped reading must not pin the operation. Every splice of it runs
+    /// as `who` (`None`: the server), the reader of the file.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_file(
+        &mut self,
+        sock: &SharedFd,
+        head: Vec<u8>,
+        file: &SharedFd,
+        offset: u64,
+        len: usize,
+        who: Option<&Arc<Creds>>,
+        token: u64,
+    ) {
+        let pipe = match self.pipes.pop() {
+            Some(p) => p,
+            None => match crate::pipe::new_pipe(self.splice_chunk) {
+                Ok(p) => p,
+                Err(e) => return self.complete_now(token, Err(e), Some(head), None),
+            },
+        };
+        if i64::try_from(offset).is_err() {
+            self.pipes.push(pipe);
+            return self.reject(token, head, "send_file offset past i64::MAX");
+        }
+        let chunk = self.splice_chunk.min(pipe.capacity);
+        let sf = self.send_file_box(SendFile {
+            sock: Some(Arc::clone(sock)),
+            file: Some(Arc::clone(file)),
+            head,
+            head_pos: 0,
+            pipe: Some(pipe),
+            offset,
+            left: len,
+            in_pipe: 0,
+            sent: 0,
+            eof: false,
+            chunk,
+            plan: Plan::new(),
+            progressed: false,
+            error: None,
+        });
+        self.start_as(token, OpKind::SendFile(sf), who);
+    }
+
+    /// `sf` in the box of an ended send-file if one is spare (no allocation).
+    fn send_file_box(&mut self, sf: SendFile) -> Box<SendFile> {
+        match self.spare_send_files.pop() {
+            Some(mut b) => {
+                *b = sf;
+                b
+            }
+            None => Box::new(sf),
+        }
+    }
+
+    /// Moves `len` bytes from `fd_in` to `fd_out` with `splice(2)` (one of
+    /// the two must be a pipe), reading at `off_in` / writing at `off_out`, or
+    /// at the fd's own position for `None` (pipes and sockets). Resubmits
+    /// after short moves and completes once: `Ok(len)`, `Ok(n < len)` when
+    /// the input ended (a closed peer, the end of a file), or the first error.
+    /// It runs in an io_uring worker thread and blocks there until the bytes
+    /// come: callers splice from a socket only what has already arrived.
+    /// It runs as `who` (`None`: the server), the writer of a file it fills.
+    #[allow(clippy::too_many_arguments)]
+    pub fn splice(
+        &mut self,
+        fd_in: &SharedFd,
+        off_in: Option<u64>,
+        fd_out: &SharedFd,
+        off_out: Option<u64>,
+        len: usize,
+        who: Option<&Arc<Creds>>,
+        token: u64,
+    ) {
+        self.start_splice(fd_in, off_in, fd_out, off_out, len, who, token, false);
+    }
+
+    /// Like [`Ring::splice`] into a pipe, but a full pipe ends it with the
+    /// count moved so far (`SPLICE_F_NONBLOCK`) instead of waiting for someone
+    /// to drain it: a socket's data can take a pipe slot per small fragment,
+    /// so a pipe of N pages may hold far less than N pages of it. A pipe
+    /// full before anything moved ends it with `EAGAIN` (`Ok(0)` stays end
+    /// of stream).
+    pub fn splice_until_full(
+        &mut self,
+        fd_in: &SharedFd,
+        fd_out: &SharedFd,
+        len: usize,
+        token: u64,
+    ) {
+        self.start_splice(fd_in, None, fd_out, None, len, None, token, true);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_splice(
+        &mut self,
+        fd_in: &SharedFd,
+        off_in: Option<u64>,
+        fd_out: &SharedFd,
+        off_out: Option<u64>,
+        len: usize,
+        who: Option<&Arc<Creds>>,
+        token: u64,
+        until_full: bool,
+    ) {
+        let past = |o: Option<u64>| o.is_some_and(|o| i64::try_from(o).is_err());
+        if past(off_in) || past(off_out) {
+            return self.reject(token, Vec::new(), "splice offset past i64::MAX");
+        }
+        if len == 0 {
+            return self.complete_now(token, Ok(0), None, None);
+        }
+        self.start_as(
+            token,
+            OpKind::Splice {
+                fd_in: Arc::clone(fd_in),
+                off_in,
+                fd_out: Arc::clone(fd_out),
+                off_out,
+                left: len,
+                done: 0,
+                until_full,
+            },
+            who,
+        );
+    }
+
     /// Completes with `Ok(revents)` once `fd` is readable (for a TCP socket:
     /// once `SO_RCVLOWAT` bytes are queued, or the peer closed; see
     /// [`crate::net::set_rcvlowat`]). Waiting costs no thread.
     pub fn poll_readable(&mut self, fd: &SharedFd, token: u64) {
         self.start(token, OpKind::PollIn { fd: Arc::clone(fd) });
+    }
+
+    /// A new pipe for [`Ring::splice`], sized like the ring's send-file pipes
+    /// (`splice_chunk`, or the kernel's limit for this process).
+    pub fn new_splice_pipe(&self) -> io::Result<SplicePipe> {
+        self.new_splice_pipe_for(self.splice_chunk)
+    }
+
+    /// A new pipe for [`Ring::splice`] that holds at least `bytes` where the
+    /// kernel allows (a process with `CAP_SYS_RESOURCE` may size pipes freely,
+    /// others up to `/proc/sys/fs/pipe-max-size`); else as large as it allows,
+    /// at least one like [`Ring::new_splice_pipe`] where that can be had:
+    /// check its `capacity`.
+    pub fn new_splice_pipe_for(&self, bytes: usize) -> io::Result<SplicePipe> {
+        let want = bytes.max(self.splice_chunk);
+        let mut p = crate::pipe::new_pipe(want)?;
+        if p.capacity < self.splice_chunk && want > self.splice_chunk {
+            p = crate::pipe::new_pipe(self.splice_chunk)?;
+        }
+        Ok(SplicePipe {
+            read: Arc::new(p.read),
+            write: Arc::new(p.write),
+            capacity: p.capacity,
+        })
     }
 
     /// `fsync(2)` the file, as `who` (`None`: the server).
@@ -738,8 +884,7 @@ impl Ring {
 
     // ---- internals ----------------------------------------------------------
 
-    /// Handles one CQE, if any (the main ring's first, then the side ring's).
-    /// False when both completion queues are empty.
+    /// Handles one CQE, if any. False when the completion queue is empty.
     fn reap_one(&mut self) -> bool {
         let cqe = self.uring.completion().next();
         match cqe {
@@ -748,7 +893,7 @@ impl Ring {
                 self.handle_cqe(cqe.user_data(), cqe.result(), cqe.flags());
                 true
             }
-            None => self.reap_side_one(),
+            None => false,
         }
     }
 
@@ -766,11 +911,7 @@ impl Ring {
     fn start_as(&mut self, token: u64, kind: OpKind, who: Option<&Arc<Creds>>) {
         let id = match who {
             None => Ok(self.personalities.own()),
-            Some(who) => {
-                let side = self.side.as_ref().map(|s| s.uring.submitter());
-                self.personalities
-                    .id_for(&self.uring.submitter(), side.as_ref(), who)
-            }
+            Some(who) => self.personalities.id_for(&self.uring.submitter(), who),
         };
         match id {
             Ok(id) => {
@@ -800,18 +941,7 @@ impl Ring {
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
             "Ring::WAKE_TOKEN is reserved"
         );
-        // A send-file's SQEs go to the side ring if there is one: plain fds there.
-        let side = match self.side.as_mut() {
-            Some(s) if matches!(kind, OpKind::SendFile(_)) => {
-                s.ops += 1;
-                true
-            }
-            _ => false,
-        };
-        let fixed = match side {
-            true => None,
-            false => self.files.as_mut().and_then(|t| t.use_for(kind.fds())),
-        };
+        let fixed = self.files.as_mut().and_then(|t| t.use_for(kind.fds()));
         self.personalities.hold(personality);
         let punt = self.punt && matches!(kind, OpKind::Read { .. } | OpKind::Write { .. });
         let quiet = self.quiet && matches!(kind, OpKind::Send { .. } | OpKind::SendMsg { .. });
@@ -824,7 +954,6 @@ impl Ring {
             personality,
             punt,
             quiet,
-            side,
         });
         self.enqueue(Pending::Op(key));
         key
@@ -879,28 +1008,22 @@ impl Ring {
                 kind: OpKind::SendFile(sf),
                 fixed,
                 personality,
-                side,
                 ..
             }) = self.ops.get_mut(key)
             {
-                let (side, personality) = (*side, *personality);
                 let (mut chain, n) = sf.round(*fixed);
-                let personality = match side {
-                    true => self.personalities.side_id(personality),
-                    false => personality,
-                };
                 for (i, sqe) in chain.iter_mut().enumerate().take(n) {
                     let mut e = sqe
                         .clone()
                         .user_data(key | ((i as u64 + 1) << STEP_SHIFT))
-                        .personality(personality);
+                        .personality(*personality);
                     if i + 1 < n {
                         // One CQE per round: the last step's, or the first that fell short.
                         e = e.flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
                     }
                     *sqe = e;
                 }
-                return self.push_chain(side, chain.iter().take(n));
+                return self.push_chain(chain.iter().take(n));
             }
             if let Some(op) = self.ops.get_mut(key) {
                 if let Some([recv, timer]) = op.kind.recv_within_chain(op.fixed) {
@@ -914,7 +1037,7 @@ impl Ring {
                             .personality(p)
                             .flags(squeue::Flags::SKIP_SUCCESS),
                     ];
-                    return self.push_chain(false, chain.iter());
+                    return self.push_chain(chain.iter());
                 }
             }
         }
@@ -934,83 +1057,51 @@ impl Ring {
                 None => return true, // already finished; nothing to push
             },
             // Every request carrying this user_data: a send-file round has several.
-            Pending::Cancel(key) if self.on_side(key & !STEP_MASK) => {
-                let own = self.personalities.side_id(self.personalities.own());
-                let sqe = opcode::AsyncCancel::new(key)
-                    .build()
-                    .user_data(INTERNAL_USER_DATA)
-                    .personality(own);
-                return self.push_chain(true, [sqe].iter());
-            }
             Pending::Cancel(key) => opcode::AsyncCancel::new(key)
                 .build()
                 .user_data(INTERNAL_USER_DATA)
                 .personality(self.personalities.own()),
-            Pending::CancelAll => {
-                let all = |p| {
-                    opcode::AsyncCancel2::new(types::CancelBuilder::any())
-                        .build()
-                        .user_data(INTERNAL_USER_DATA)
-                        .personality(p)
-                };
-                if self.side.is_some() {
-                    // Best effort: dropping the ring asks again every DROP_CANCEL_INTERVAL.
-                    let own = self.personalities.side_id(self.personalities.own());
-                    self.push_chain(true, [all(own)].iter());
-                }
-                all(self.personalities.own())
-            }
+            Pending::CancelAll => opcode::AsyncCancel2::new(types::CancelBuilder::any())
+                .build()
+                .user_data(INTERNAL_USER_DATA)
+                .personality(self.personalities.own()),
         };
-        self.push_chain(false, [sqe].iter())
+        if self.push_sqe(&sqe) {
+            return true;
+        }
+        self.stats.submits += 1;
+        if self.uring.submit().is_err() {
+            return false;
+        }
+        self.push_sqe(&sqe)
     }
 
-    /// Pushes a linked chain whole (or one SQE) into the main ring's SQ, or
-    /// the side ring's when `side`: a chain split across two submissions
+    /// Pushes a linked chain whole: a chain split across two submissions
     /// would not be linked. False if the SQ has no room for all of it even
     /// after submitting what is queued.
-    fn push_chain<'a>(
-        &mut self,
-        side: bool,
-        chain: impl ExactSizeIterator<Item = &'a squeue::Entry>,
-    ) -> bool {
+    fn push_chain<'a>(&mut self, chain: impl ExactSizeIterator<Item = &'a squeue::Entry>) -> bool {
         let n = chain.len();
-        let Some(uring) = self.uring_for(side) else {
-            return false;
-        };
         let room = |u: &mut IoUring| {
             let sq = u.submission();
             sq.capacity() - sq.len()
         };
-        if room(uring) < n {
-            let submitted = uring.submit().is_ok() && room(uring) >= n;
+        if room(&mut self.uring) < n {
             self.stats.submits += 1;
-            if !submitted {
+            if self.uring.submit().is_err() || room(&mut self.uring) < n {
                 return false;
             }
         }
         for sqe in chain {
             // Cannot fail: room was checked above and nothing else pushes in between.
-            if !self.push_sqe(side, sqe) {
+            if !self.push_sqe(sqe) {
                 return false;
             }
-        }
-        if let (true, Some(s)) = (side, self.side.as_mut()) {
-            s.unsubmitted = true;
         }
         true
     }
 
-    /// The main ring's io_uring, or the side ring's when `side` (if there is one).
-    fn uring_for(&mut self, side: bool) -> Option<&mut IoUring> {
-        match side {
-            false => Some(&mut self.uring),
-            true => self.side.as_mut().map(|s| &mut s.uring),
-        }
-    }
-
-    /// THE place where SQEs enter a submission queue (the main ring's, or
-    /// the side ring's when `side`).
-    fn push_sqe(&mut self, side: bool, sqe: &squeue::Entry) -> bool {
+    /// THE place where SQEs enter the submission queue.
+    fn push_sqe(&mut self, sqe: &squeue::Entry) -> bool {
         // SAFETY: `sqe` was built by `try_push`, either pointer-free (cancels
         // target a `user_data` value only), or by `OpKind::sqe` /
         // `SendFile::round` from the slab entry whose key is the SQE's
@@ -1025,13 +1116,8 @@ impl Ring {
         // posted its one CQE (`SendFile::plan` empty again); a recv-within entry (a RECV
         // and the LINK_TIMEOUT pointing at its boxed timespec) only after both posted theirs
         // (`left` 0). So the memory and fds stay valid
-        // for as long as the kernel may use them. The side ring's SQEs come from
-        // the same slab under the same rule (only send-file rounds, their cancels,
-        // and a cancel of everything).
-        let Some(uring) = self.uring_for(side) else {
-            return false;
-        };
-        let pushed = unsafe { uring.submission().push(sqe) };
+        // for as long as the kernel may use them.
+        let pushed = unsafe { self.uring.submission().push(sqe) };
         if pushed.is_ok() {
             self.stats.sqes += 1;
         }
@@ -1123,24 +1209,18 @@ impl Ring {
             }
             OpKind::WakerRead { value, .. } => {
                 let count = std::mem::take(&mut **value);
-                // The side ring's eventfd: it only ends the wait; its CQEs are reaped next.
-                let own = self.is_side_read(key);
                 if closing {
                     self.remove_op(key);
                 } else if res >= 0 {
                     self.enqueue(Pending::Op(key));
-                    if !own {
-                        self.ready
-                            .push_back(Completion::new(Ring::WAKE_TOKEN, Ok(count as usize)));
-                    }
+                    self.ready
+                        .push_back(Completion::new(Ring::WAKE_TOKEN, Ok(count as usize)));
                 } else if res == -libc::EINTR || res == -libc::EAGAIN {
                     self.enqueue(Pending::Op(key));
                 } else {
                     self.remove_op(key);
-                    if !own {
-                        self.ready
-                            .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
-                    }
+                    self.ready
+                        .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
             }
             OpKind::RecvWithin { buf, timer, .. } => {
@@ -1408,13 +1488,6 @@ impl Drop for Ring {
 
 #[path = "ring_wait.rs"]
 mod wait;
-
-#[path = "ring_side.rs"]
-mod side;
-
-#[path = "ring_splice.rs"]
-mod splice;
-pub use splice::SplicePipe;
 
 #[cfg(test)]
 #[path = "ring_tests.rs"]

@@ -38,10 +38,9 @@ impl Ring {
             self.stats.submits += 1;
             submitted += self.uring.submit().or_else(soft_enter_error)?;
         }
-        let side_queued = self.side_turn()?;
         // Do not block while something is already waiting to be reaped, or
         // while SQEs are still parked (their ops must not starve).
-        let want = if self.ready.is_empty() && self.backlog.is_empty() && !side_queued {
+        let want = if self.ready.is_empty() && self.backlog.is_empty() {
             min_complete
         } else {
             0
@@ -50,7 +49,7 @@ impl Ring {
         let since = (quiet && timeout.is_some()).then(Instant::now);
         let (n, mut ended) = self.enter(want, timeout)?;
         submitted += n;
-        while quiet && !ended && self.only_quiet_came()? {
+        while quiet && !ended && self.only_quiet_came() {
             let left = match (timeout, since) {
                 (Some(t), Some(s)) => match t.checked_sub(s.elapsed()) {
                     Some(left) if !left.is_zero() => Some(left),
@@ -107,15 +106,10 @@ impl Ring {
         Ok((result.or_else(soft_enter_error)?, ended))
     }
 
-    /// Reaps what the completion queues hold: true when all that came (at least one) were
-    /// quiet sends' successes and nothing else waits (SQEs parked for room, or queued on the
-    /// side ring by a send-file's next round).
-    fn only_quiet_came(&mut self) -> io::Result<bool> {
+    /// Reaps what the completion queue holds: true when all that came (at least one) were
+    /// quiet sends' successes and nothing else waits (SQEs parked for room).
+    fn only_quiet_came(&mut self) -> bool {
         while self.reap_one() {}
-        let side_queued = self.side_turn()?;
-        Ok(!side_queued
-            && !self.ready.is_empty()
-            && self.backlog.is_empty()
-            && self.ready.iter().all(|c| c.quiet))
+        !self.ready.is_empty() && self.backlog.is_empty() && self.ready.iter().all(|c| c.quiet)
     }
 }

@@ -22,11 +22,6 @@ pub struct RingConfig {
     /// [`Ring::send_file`]) waits for that thread to enter the kernel, and is then
     /// queued to io-wq again. Without it the worker that ends a step runs the next.
     pub defer_taskrun: bool,
-    /// With `defer_taskrun` in effect: [`Ring::send_file`]'s linked splices go to a
-    /// second io_uring of the same thread set up without DEFER_TASKRUN (its side
-    /// ring), so the worker that ends one step runs the next, while everything else
-    /// keeps DEFER_TASKRUN. Default true. Dropped silently if the kernel refuses it.
-    pub side_ring: bool,
     /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
     pub sqpoll: bool,
     /// Largest piece of a [`Ring::send_file`] moved through its pipe at once
@@ -52,7 +47,6 @@ impl Default for RingConfig {
             entries: 256,
             single_issuer: true,
             defer_taskrun: true,
-            side_ring: true,
             sqpoll: false,
             splice_chunk: 1024 * 1024,
             blocking_workers_max: 256,
@@ -72,8 +66,6 @@ pub struct RingSetup {
     pub defer_taskrun: bool,
     /// `IORING_SETUP_SQPOLL` is in effect.
     pub sqpoll: bool,
-    /// Send-files run on a side ring without DEFER_TASKRUN ([`RingConfig::side_ring`]).
-    pub side_ring: bool,
 }
 
 pub(crate) fn build(config: RingConfig) -> io::Result<(IoUring, RingSetup)> {
@@ -81,7 +73,6 @@ pub(crate) fn build(config: RingConfig) -> io::Result<(IoUring, RingSetup)> {
         single_issuer: config.single_issuer,
         defer_taskrun: config.defer_taskrun && config.single_issuer && !config.sqpoll,
         sqpoll: config.sqpoll,
-        side_ring: false,
     };
     let attempts = [
         wanted,
@@ -120,21 +111,4 @@ pub(crate) fn build(config: RingConfig) -> io::Result<(IoUring, RingSetup)> {
     Err(probe::setup_error(last_error.unwrap_or_else(|| {
         io::Error::from_raw_os_error(libc::EINVAL)
     })))
-}
-
-/// The side ring of a ring set up as `main` ([`RingConfig::side_ring`]): same size,
-/// one issuer like the main ring, completion work run cooperatively (COOP_TASKRUN)
-/// instead of deferred. `None` when the main ring does not defer its completion work
-/// (it needs no side ring) or the kernel refuses this one.
-pub(crate) fn build_side(config: RingConfig, main: RingSetup) -> Option<IoUring> {
-    if !config.side_ring || !main.defer_taskrun {
-        return None;
-    }
-    let mut builder = IoUring::builder();
-    builder
-        .setup_submit_all()
-        .setup_single_issuer()
-        .setup_coop_taskrun()
-        .setup_taskrun_flag();
-    builder.build(config.entries).ok()
 }

@@ -362,9 +362,6 @@ fn io_ring_config(shared: &Shared) -> RingConfig {
     RingConfig {
         splice_chunk: shared.splice_chunk,
         defer_taskrun: std::env::var_os("RINGSHARE_NO_DEFER_TASKRUN").is_none(),
-        // `RINGSHARE_NO_SIDE_RING` (any value): send-files run on the I/O thread's own ring,
-        // for measuring what the side ring saves (crates/engine/src/ring_side.rs).
-        side_ring: std::env::var_os("RINGSHARE_NO_SIDE_RING").is_none(),
         recv_bufs: if shared.multishot_receive {
             defaults.recv_bufs
         } else {
