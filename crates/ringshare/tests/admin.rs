@@ -408,7 +408,12 @@ fn a_reload_changes_the_log_level() {
     assert!(original.contains("log level = 2"));
     // Log level 1: notable events only, no per-connection debug lines.
     std::fs::write(&conf, original.replace("log level = 2", "log level = 1")).unwrap();
-    assert!(reload_ok(&server).contains("log level: 1"));
+    let out = reload_ok(&server);
+    assert!(
+        out.contains("log level: 1"),
+        "reload said:\n{out}\nlog:\n{}",
+        server.log()
+    );
     let before = server.log().matches("connection accepted").count();
     server.client().run("ls").expect_ok("ls at log level 1");
     assert_eq!(
@@ -418,7 +423,8 @@ fn a_reload_changes_the_log_level() {
     );
     // Back to 2: they are logged again.
     std::fs::write(&conf, &original).unwrap();
-    assert!(reload_ok(&server).contains("log level: 2"));
+    let out = reload_ok(&server);
+    assert!(out.contains("log level: 2"), "reload said:\n{out}");
     server.client().run("ls").expect_ok("ls at log level 2");
     assert!(
         eventually(Duration::from_secs(5), || server
