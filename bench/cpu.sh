@@ -3,8 +3,8 @@
 # The CPU model, its count, and the vector features AES-GCM and copies depend on (VAES, AVX-512):
 # one model name covers EPYCs with and without them, so each compare run says which it had.
 # Also the TCP congestion control and default qdisc: with BBR over a qdisc other than fq, TCP
-# paces itself with a timer, on loopback too, and that was 15 % of a seq-read's server CPU
-# (docs/benchmarks.md, session 67).
+# paces itself with a timer, on loopback too; that path was 19 % of a seq-read's server samples,
+# and seq-read cost every server about 40 % less CPU under cubic (docs/benchmarks.md, session 67).
 lib_cpu() {
     local flags feats="" f
     flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -1) "
