@@ -579,7 +579,12 @@ fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
                 "ringshare serve exited with {status} before listening"
             ));
         }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        // The listener must be the child's: another test's server may have taken the port
+        // between the probe and the child's bind (the child then exits "in use", and this
+        // test would talk to the other server: seen as a missing control socket).
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            && listens_on(child.id(), port)
+        {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -589,6 +594,36 @@ fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
         }
         thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether process `pid` holds a socket listening on TCP port `port` (IPv4 or IPv6), read
+/// from /proc/PID/net/tcp{,6} (the socket's inode, in the process's network namespace) and
+/// /proc/PID/fd (the process's sockets).
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let listening = *state == "0A";
+            let on_port = local
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+                == Some(port);
+            if listening && on_port {
+                inodes.push(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .any(|l| inodes.iter().any(|i| l.as_os_str() == i.as_str()))
 }
 
 /// Waits for `child` to exit, for at most `limit`: how it exited, or `None`

@@ -21,7 +21,10 @@ use ringshare_wire::framing;
 use ringshare_wire::header::{Header, HeaderId};
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::common::{add_user, chown_tree, free_port, ringshare_bin, TempDir};
+use crate::common::{add_user, chown_tree, free_port, listens_on, ringshare_bin, TempDir};
+
+/// Tries at a first start, each on a new port if another process took the last.
+const START_ATTEMPTS: usize = 5;
 
 #[path = "../../../cluster/tests/support/stop.rs"]
 mod stop;
@@ -112,14 +115,18 @@ impl Rig {
     ) -> Rig {
         let conf = tmp.path().join("ringshare.conf");
         let passwd = tmp.path().join("smbpasswd");
+        let (conf_path, share_path) = (conf.clone(), share_dir.clone());
+        let write_conf = move |port: u16| {
+            let text = format!(
+                "[global]\n\tlisten = {host}:{port}\n\tsmb passwd file = {}\n\
+                 \tlog level = 1\n{extra_global}\n[{SHARE}]\n\tpath = {}\n\tread only = no\n",
+                passwd.display(),
+                share_path.display()
+            );
+            std::fs::write(&conf_path, text).expect("write conf");
+        };
         let port = free_port();
-        let text = format!(
-            "[global]\n\tlisten = {host}:{port}\n\tsmb passwd file = {}\n\
-             \tlog level = 1\n{extra_global}\n[{SHARE}]\n\tpath = {}\n\tread only = no\n",
-            passwd.display(),
-            share_dir.display()
-        );
-        std::fs::write(&conf, text).expect("write conf");
+        write_conf(port);
         for (user, pass) in [USER_A, USER_B] {
             add_user(&conf, user, pass);
         }
@@ -142,12 +149,30 @@ impl Rig {
             child: None,
             tmp,
         };
-        rig.spawn();
+        // Another process may take the port between its probe and the server's bind: then
+        // again with a new one.
+        for attempt in 1.. {
+            match rig.try_spawn() {
+                Ok(()) => break,
+                Err(why) if why.contains("in use") && attempt < START_ATTEMPTS => {
+                    rig.port = free_port();
+                    write_conf(rig.port);
+                }
+                Err(why) => panic!("{why}"),
+            }
+        }
         rig
     }
 
     /// Start the process (again) with the same configuration and port.
     pub fn spawn(&mut self) {
+        if let Err(why) = self.try_spawn() {
+            panic!("{why}");
+        }
+    }
+
+    /// [`Rig::spawn`], saying why the server did not start listening.
+    fn try_spawn(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "server already running");
         let out = std::fs::OpenOptions::new()
             .create(true)
@@ -183,19 +208,26 @@ impl Rig {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("ringshare serve exited with {status}:\n{}", self.log());
+                return Err(format!(
+                    "ringshare serve exited with {status}:\n{}",
+                    self.log()
+                ));
             }
-            if TcpStream::connect((self.host.as_str(), self.port)).is_ok() {
+            // The listener must be this server's, not another test's on the same port.
+            if TcpStream::connect((self.host.as_str(), self.port)).is_ok()
+                && listens_on(child.id(), self.port)
+            {
                 break;
             }
-            assert!(
-                Instant::now() < deadline,
-                "server did not listen:\n{}",
-                self.log()
-            );
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("server did not listen:\n{}", self.log()));
+            }
             thread::sleep(Duration::from_millis(50));
         }
         self.child = Some(child);
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
