@@ -155,9 +155,10 @@ pub(crate) enum OpKind {
     /// `head`, then `len` bytes of `file` from `offset`, to a socket through
     /// a pipe (see [`SendFile`]); submitted as rounds of linked SQEs.
     SendFile(Box<SendFile>),
-    /// One-shot poll for `POLLIN`.
-    PollIn {
+    /// One-shot poll for `events` (`POLLIN`, `POLLOUT`).
+    Poll {
         fd: Arc<OwnedFd>,
+        events: u32,
     },
     /// `splice(2)` of `left` more bytes from `fd_in` to `fd_out` (one of them
     /// a pipe), at the given offsets or the fds' own positions; `done` moved.
@@ -509,12 +510,9 @@ impl OpKind {
                     .build()
             }
             OpKind::Fsync { fd } => opcode::Fsync::new(types::Fd(fd.as_raw_fd())).build(),
-            OpKind::PollIn { fd } => {
-                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::PollAdd::new(
-                    t,
-                    libc::POLLIN as u32
-                )
-                .build())
+            OpKind::Poll { fd, events } => {
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::PollAdd::new(t, *events)
+                    .build())
             }
             OpKind::Splice {
                 fd_in,
@@ -576,7 +574,7 @@ impl OpKind {
             | OpKind::Send { fd, .. }
             | OpKind::SendZc { fd, .. }
             | OpKind::SendMsg { fd, .. }
-            | OpKind::PollIn { fd } => [Some(fd.as_raw_fd()), None],
+            | OpKind::Poll { fd, .. } => [Some(fd.as_raw_fd()), None],
             OpKind::Splice { fd_in, fd_out, .. } => {
                 [Some(fd_in.as_raw_fd()), Some(fd_out.as_raw_fd())]
             }
@@ -600,7 +598,7 @@ impl OpKind {
             | OpKind::RecvMulti { .. }
             | OpKind::Fsync { .. }
             | OpKind::Splice { .. }
-            | OpKind::PollIn { .. }
+            | OpKind::Poll { .. }
             | OpKind::Timeout { .. }
             | OpKind::Close { .. }
             | OpKind::WakerRead { .. } => (None, None),

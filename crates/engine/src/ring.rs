@@ -749,13 +749,6 @@ impl Ring {
         );
     }
 
-    /// Completes with `Ok(revents)` once `fd` is readable (for a TCP socket:
-    /// once `SO_RCVLOWAT` bytes are queued, or the peer closed; see
-    /// [`crate::net::set_rcvlowat`]). Waiting costs no thread.
-    pub fn poll_readable(&mut self, fd: &SharedFd, token: u64) {
-        self.start(token, OpKind::PollIn { fd: Arc::clone(fd) });
-    }
-
     /// A new pipe for [`Ring::splice`], sized like the ring's send-file pipes
     /// (`splice_chunk`, or the kernel's limit for this process).
     pub fn new_splice_pipe(&self) -> io::Result<SplicePipe> {
@@ -1331,7 +1324,7 @@ impl Ring {
                 };
                 self.finish(key, result);
             }
-            OpKind::Fsync { .. } | OpKind::Close { .. } | OpKind::PollIn { .. } => {
+            OpKind::Fsync { .. } | OpKind::Close { .. } | OpKind::Poll { .. } => {
                 self.finish(key, cqe_result(res))
             }
             OpKind::Splice {
@@ -1485,6 +1478,9 @@ impl Drop for Ring {
         }
     }
 }
+
+#[path = "ring_ready.rs"]
+mod ready;
 
 #[path = "ring_wait.rs"]
 mod wait;

@@ -794,6 +794,61 @@ fn poll_readable_waits_for_the_low_mark_then_completes() {
 }
 
 #[test]
+fn poll_writable_waits_while_the_send_buffer_is_full_and_completes_once_the_peer_reads() {
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    // Fill the socket without waiting until it takes nothing more, even after the peer's
+    // kernel had time to take what was acknowledged into its own buffer.
+    rustix::io::ioctl_fionbio(&*sock, true).unwrap();
+    let chunk = pattern(1 << 20);
+    let mut queued = 0usize;
+    loop {
+        let mut took = false;
+        loop {
+            match rustix::net::send(&*sock, &chunk, rustix::net::SendFlags::empty()) {
+                Ok(n) => (queued, took) = (queued + n, true),
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(e) => panic!("send: {e}"),
+            }
+        }
+        if !took {
+            break;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    rustix::io::ioctl_fionbio(&*sock, false).unwrap();
+    ring.poll_writable(&sock, 6);
+    ring.submit_and_wait(1, Some(Duration::from_millis(200)))
+        .unwrap();
+    assert!(
+        ring.next_completion().is_none(),
+        "writable with the send buffer full"
+    );
+    let reader = thread::spawn(move || {
+        let mut buf = vec![0u8; queued];
+        peer.read_exact(&mut buf).unwrap();
+        peer
+    });
+    let c = wait_for(&mut ring, 6);
+    assert!(c.result.unwrap() & libc::POLLOUT as usize != 0);
+    drop(reader.join().unwrap());
+}
+
+#[test]
+fn work_done_here_is_reported_with_the_next_completions_without_a_wait() {
+    let mut ring = ring();
+    ring.done_here(9, Ok(42), Some(vec![1, 2, 3]));
+    let started = Instant::now();
+    // A wait with nothing in the kernel returns at once for it.
+    ring.submit_and_wait(1, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let c = ring.next_completion().expect("the reported end");
+    assert_eq!((c.user_data, c.result.unwrap()), (9, 42));
+    assert_eq!(c.buf.as_deref(), Some(&[1u8, 2, 3][..]));
+}
+
+#[test]
 fn splice_until_full_into_a_pipe_that_fills_up_returns_short_instead_of_waiting() {
     let (sock, peer) = tcp_pair();
     let mut ring = Ring::new(RingConfig {

@@ -40,6 +40,7 @@ use clock::now;
 pub use clock::OsEntropy;
 mod home_calls;
 mod inline_io;
+mod inline_send;
 mod lookups;
 pub use lookups::LookupPool;
 mod quic;
@@ -200,6 +201,9 @@ enum SendItem {
         len: usize,
         /// Who reads the file (the open's user).
         who: Option<Who>,
+        /// The file is kept in memory: the ring's thread splices it itself
+        /// ([`inline_send`]).
+        in_memory: bool,
     },
 }
 
@@ -237,6 +241,9 @@ struct Conn {
     flush_listed: bool,
     /// File bytes the send in flight must deliver (a `send_file`), if any.
     sending_file: Option<usize>,
+    /// The send in flight is a READ reply the ring's thread splices itself, waiting for the
+    /// socket to take more ([`inline_send`]).
+    inline: Option<inline_send::InlineSend>,
     /// When the send in flight started (monotonic ms).
     send_since: u64,
     /// The send in flight while it is quiet ([`Ring::quietly`]): its end wakes the loop only
@@ -794,6 +801,7 @@ impl Worker {
             sending: false,
             flush_listed: false,
             sending_file: None,
+            inline: None,
             send_since: 0,
             send_quiet: None,
             closing: false,

@@ -138,6 +138,15 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
     report("signed 1 MiB WRITE", signed_write);
     let sealed_write = allocs_per_read(port, "1m", "4", 64, &["seq-write", "--encrypt"]);
     report("encrypted 1 MiB WRITE", sealed_write);
+    // On tmpfs the I/O thread splices a READ reply itself (driver/inline_send.rs).
+    let shm = std::path::Path::new("/dev/shm");
+    let mem_tmp = shm.is_dir().then(|| TempDir::new_in(shm, "allocs"));
+    let in_memory = mem_tmp.as_ref().map_or(0.0, |t| {
+        let port = start_server(t, true);
+        let a = allocs_per_read(port, "1m", "16", 64, &[]);
+        report("spliced 1 MiB READ of a file in memory, 16 in flight", a);
+        a
+    });
     for (what, a) in [
         ("spliced", spliced),
         ("4k", small),
@@ -148,6 +157,7 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
         ("4k random write qd32", small_write),
         ("signed write", signed_write),
         ("encrypted write", sealed_write),
+        ("spliced, file in memory", in_memory),
     ] {
         assert!(
             a < ALLOCS_PER_READ_MAX,

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ringshare_wire::codec::HEADER_LEN;
 use ringshare_wire::consts::{Command, Dialect};
 use ringshare_wire::{FileId, NtStatus};
 
@@ -33,9 +34,31 @@ fn open_big(rig: &Rig, len: usize, credits: u64) -> (Raw, FileId) {
     (raw, f)
 }
 
+/// A server over a share on tmpfs (`/dev/shm`), where the I/O thread splices a READ reply
+/// itself (driver/inline_send.rs); `None` where there is no /dev/shm.
+fn tmpfs_rig(tag: &str, extra_global: &str) -> Option<Rig> {
+    if !Path::new("/dev/shm").is_dir() {
+        return None;
+    }
+    let tmp = common::TempDir::new_in(Path::new("/dev/shm"), tag);
+    let share = tmp.path().join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    Some(Rig::start_on(tmp, share, extra_global))
+}
+
 #[test]
 fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_others_are_served() {
-    let rig = Rig::start("stall", "\tsend timeout = 2\n");
+    stalled_peer_is_closed(Rig::start("stall", "\tsend timeout = 2\n"));
+}
+
+#[test]
+fn a_peer_that_stops_reading_large_reads_of_a_file_in_memory_is_closed_at_the_send_timeout() {
+    if let Some(rig) = tmpfs_rig("stallmem", "\tsend timeout = 2\n") {
+        stalled_peer_is_closed(rig);
+    }
+}
+
+fn stalled_peer_is_closed(rig: Rig) {
     let (mut raw, f) = open_big(&rig, 64 << 20, 48 * 16);
     // 48 MiB of READs in flight, none of the replies taken: far more than the
     // socket buffers hold, so the server's send (a splice) blocks.
@@ -65,7 +88,17 @@ fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_other
 
 #[test]
 fn spliced_reads_of_a_file_truncated_underneath_stay_well_formed_and_the_connection_usable() {
-    let rig = Rig::start("shrink", "");
+    shrinking_file_reads_stay_well_formed(Rig::start("shrink", ""));
+}
+
+#[test]
+fn spliced_reads_of_a_file_in_memory_truncated_underneath_stay_well_formed() {
+    if let Some(rig) = tmpfs_rig("shrinkmem", "") {
+        shrinking_file_reads_stay_well_formed(rig);
+    }
+}
+
+fn shrinking_file_reads_stay_well_formed(rig: Rig) {
     let path = rig.share_dir.join("shrinking");
     let data = pattern(8 << 20);
     std::fs::write(&path, &data).unwrap();
@@ -118,6 +151,67 @@ fn spliced_reads_of_a_file_truncated_underneath_stay_well_formed_and_the_connect
         got == data[3 << 20..4 << 20],
         "connection no longer reads right"
     );
+}
+
+#[test]
+fn spliced_reads_of_a_file_in_memory_arrive_whole_at_every_size_and_after_the_peer_lagged() {
+    let Some(rig) = tmpfs_rig("wholemem", "") else {
+        return;
+    };
+    let len = 24 << 20;
+    let data = pattern(len);
+    let (mut raw, f) = open_big(&rig, len, 8 * 128);
+    // One READ at a time, sizes and offsets not aligned to pages or pipe sizes.
+    for (i, size) in [(1usize << 20) + 4095, 4 << 20, 8 << 20, 3 << 20, 1 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        let off = 12_345 + i * 1_048_573;
+        let got = raw.read(f, off as u64, size as u32).expect("read");
+        assert!(
+            got == data[off..off + size],
+            "READ {i} of {size} bytes at {off}"
+        );
+    }
+    // The I/O thread made the splices itself: no io_uring worker was started for them.
+    let workers: Vec<String> = io_threads(rig.pid())
+        .into_iter()
+        .flat_map(|(_, w)| w)
+        .collect();
+    assert!(workers.is_empty(), "io-wq workers: {workers:?}");
+    // 40 MiB asked for at once and not taken for a while: the socket fills, and the replies
+    // go out as the peer reads again.
+    let mut mids = Vec::new();
+    for i in 0..40u64 {
+        let mut h = raw.header(Command::READ);
+        h.credit_charge = 16;
+        h.credits = 16;
+        raw.next_mid += 15;
+        mids.push((h.message_id, (i * 7 % 23) << 20));
+        raw.send_frame(&Raw::message(
+            &h,
+            &read_body(f, (i * 7 % 23) << 20, 1 << 20),
+        ))
+        .expect("send READ");
+    }
+    thread::sleep(Duration::from_millis(500));
+    for (mid, off) in mids {
+        match raw.wait_for(mid) {
+            Outcome::Reply(h, body) => {
+                assert_eq!(h.status, NtStatus::SUCCESS);
+                let at = usize::from(body[HEADER_LEN + 2]);
+                let n =
+                    u32::from_le_bytes(body[HEADER_LEN + 4..HEADER_LEN + 8].try_into().unwrap());
+                let off = off as usize;
+                assert!(
+                    body[at..at + n as usize] == data[off..off + (1 << 20)],
+                    "READ at {off}"
+                );
+            }
+            other => panic!("READ {mid}: {other:?}"),
+        }
+    }
+    rig.still_serves("after the peer lagged");
 }
 
 /// A server on tmpfs and a connection with a file of it open for reading and writing (None:

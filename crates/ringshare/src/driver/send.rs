@@ -1,6 +1,7 @@
 //! Sending: a connection's queued frames go out in order, consecutive in-memory ones
 //! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
 
+use super::inline_send::{InlineSend, Step};
 use super::*;
 
 /// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
@@ -35,12 +36,20 @@ impl Worker {
             offset,
             len,
             who,
+            in_memory,
         } = front
         {
             let (head, file, offset, len) = (std::mem::take(head), file.clone(), *offset, *len);
             let who = who.take();
+            let in_memory = *in_memory;
             c.send_queue.pop_front();
             c.sending_file = Some(len);
+            if in_memory {
+                c.inline = Some(InlineSend::new(head, file, offset, len, who));
+                self.keep_cpu();
+                self.inline_step(slot);
+                return;
+            }
             self.keep_cpu();
             self.ring
                 .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
@@ -117,7 +126,74 @@ impl Worker {
         }
     }
 
+    /// Moves what it can of the connection's inline READ reply; when the socket is full, waits
+    /// for it to take more ([`Ring::poll_writable`]), else reports the reply's end as the ring
+    /// would ([`Ring::done_here`]: `on_send` takes it).
+    fn inline_step(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(mut st) = c.inline.take() else {
+            return;
+        };
+        let tok = token(KIND_SEND, c.gen, slot);
+        let pipe = if st.has_pipe() {
+            None
+        } else {
+            match self.pipes.pop() {
+                Some(p) => Some(p),
+                None => match self.ring.new_splice_pipe() {
+                    Ok(p) => Some(Pipe::new(p, &self.pipes_live)),
+                    Err(e) => {
+                        let (_, head, _) = st.give_up();
+                        return self.ring.done_here(tok, Err(e), Some(head));
+                    }
+                },
+            }
+        };
+        // As the reader of the file, as the ring's splices run (the pipe is made before: it is
+        // the server's). A failed switch refuses the reply: it never runs as someone else.
+        let ready = st
+            .who()
+            .map_or(Ok(()), |w| ringshare_engine::creds::act_as(w))
+            .and_then(|()| Ok(rustix::io::ioctl_fionbio(&*c.fd, true)?));
+        let step = match ready {
+            Ok(()) => st.step(&*c.fd, pipe),
+            Err(e) => {
+                if let Some(p) = pipe {
+                    keep_pipes(&mut self.pipes, [p]);
+                }
+                let (_, head, _) = st.give_up();
+                return self.ring.done_here(tok, Err(e), Some(head));
+            }
+        };
+        if let Err(e) = rustix::io::ioctl_fionbio(&*c.fd, false) {
+            tracing::debug!("a socket stays non-blocking: {e}");
+        }
+        match step {
+            Step::Blocked => {
+                c.inline = Some(st);
+                self.ring.poll_writable(&c.fd, tok);
+            }
+            Step::Done(result, head, pipe) => {
+                if let Some(p) = pipe {
+                    keep_pipes(&mut self.pipes, [p]);
+                }
+                self.ring.done_here(tok, result, Some(head));
+            }
+        }
+    }
+
     pub(super) fn on_send(&mut self, slot: u32, gen: u32, mut comp: Completion) {
+        if let Some(c) = conn_in(&mut self.conns, slot, gen) {
+            if c.inline.is_some() {
+                // The socket can take more (or failed: the splice says so).
+                if comp.result.is_ok() {
+                    return self.inline_step(slot);
+                }
+                c.inline = None;
+            }
+        }
         self.zc_sends[1] += u64::from(comp.zc_copied);
         let buf = comp.take_buf();
         let mut bufs = comp.bufs.take().unwrap_or_default();
@@ -176,6 +252,7 @@ pub(super) fn file_item(sf: SendFile) -> SendItem {
             offset: sf.offset,
             len: sf.len,
             who: sf.node.who().cloned(),
+            in_memory: sf.node.in_memory(),
         },
         None => SendItem::Bytes(sf.to_bytes()),
     }

@@ -1,0 +1,169 @@
+//! Spliced READ replies of files kept in memory (tmpfs, ramfs), sent by the ring's own thread:
+//! `splice(2)` from the file into a pipe and from the pipe into the socket, made here without
+//! waiting, instead of as a chain of linked SQEs that io_uring hands to its io-wq workers (it
+//! runs every splice there, as no splice can be asked not to wait through it). A file kept in
+//! memory never waits for a disk, so the fill never blocks; the socket is made non-blocking for
+//! the drain, and when its send buffer is full the rest waits for a `POLLOUT` on the ring.
+//! What it saves is the hand-offs to io-wq and back (docs/benchmarks.md, session 68).
+
+use std::io;
+use std::os::fd::AsFd;
+
+use ringshare_engine::SharedFd;
+use rustix::io::Errno;
+use rustix::net::SendFlags;
+use rustix::pipe::SpliceFlags;
+
+use super::{Pipe, Who};
+
+/// A spliced READ reply under way in the ring's thread.
+pub(super) struct InlineSend {
+    head: Vec<u8>,
+    head_pos: usize,
+    file: SharedFd,
+    offset: u64,
+    /// File bytes not yet in the pipe.
+    left: usize,
+    /// Bytes in the pipe, not yet in the socket.
+    in_pipe: usize,
+    /// File bytes that reached the socket.
+    sent: usize,
+    /// The file ended before `left` reached 0.
+    eof: bool,
+    pipe: Option<Pipe>,
+    /// Who reads the file (the open's user; `None`: the server).
+    who: Option<Who>,
+}
+
+/// What a step came to.
+pub(super) enum Step {
+    /// The socket is full: go on once it can take more.
+    Blocked,
+    /// All went (`Ok(file bytes sent)`, fewer than asked only if the file ended first) or the
+    /// first error; the head comes back, and the pipe if it is empty.
+    Done(io::Result<usize>, Vec<u8>, Option<Pipe>),
+}
+
+impl InlineSend {
+    pub(super) fn new(
+        head: Vec<u8>,
+        file: SharedFd,
+        offset: u64,
+        len: usize,
+        who: Option<Who>,
+    ) -> InlineSend {
+        InlineSend {
+            head,
+            head_pos: 0,
+            file,
+            offset,
+            left: len,
+            in_pipe: 0,
+            sent: 0,
+            eof: false,
+            pipe: None,
+            who,
+        }
+    }
+
+    /// Who its splices run as.
+    pub(super) fn who(&self) -> Option<&Who> {
+        self.who.as_ref()
+    }
+
+    /// Ends it unsent: its result so far, the head and its pipe (if empty).
+    pub(super) fn give_up(self) -> (usize, Vec<u8>, Option<Pipe>) {
+        let pipe = self.pipe.filter(|_| self.in_pipe == 0);
+        (self.sent, self.head, pipe)
+    }
+
+    /// Whether it still needs a pipe (given with [`InlineSend::step`]).
+    pub(super) fn has_pipe(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// Moves what can be moved now without waiting. `sock` must be non-blocking while this
+    /// runs. `pipe` is used if it holds none yet.
+    pub(super) fn step(&mut self, sock: impl AsFd, pipe: Option<Pipe>) -> Step {
+        if self.pipe.is_none() {
+            self.pipe = pipe;
+        }
+        match self.go(sock.as_fd()) {
+            Ok(true) => {
+                let pipe = self.pipe.take().filter(|_| self.in_pipe == 0);
+                let head = std::mem::take(&mut self.head);
+                Step::Done(Ok(self.sent), head, pipe)
+            }
+            Ok(false) => Step::Blocked,
+            Err(e) => {
+                // A pipe that may still hold bytes is not used again.
+                let pipe = self.pipe.take().filter(|_| self.in_pipe == 0);
+                Step::Done(Err(e), std::mem::take(&mut self.head), pipe)
+            }
+        }
+    }
+
+    /// True once everything went, false when the socket is full.
+    fn go(&mut self, sock: std::os::fd::BorrowedFd<'_>) -> io::Result<bool> {
+        let Some(pipe) = self.pipe.as_ref() else {
+            return Err(io::Error::other("no pipe to splice through"));
+        };
+        while self.head_pos < self.head.len() {
+            let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL | SendFlags::MORE;
+            match rustix::net::send(sock, &self.head[self.head_pos..], flags) {
+                Ok(n) => self.head_pos += n,
+                Err(Errno::AGAIN) => return Ok(false),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        loop {
+            if self.in_pipe == 0 {
+                if self.left == 0 || self.eof {
+                    return Ok(true);
+                }
+                let want = self.left.min(pipe.capacity);
+                let mut off = self.offset;
+                let flags = SpliceFlags::NONBLOCK;
+                match rustix::pipe::splice(
+                    &*self.file,
+                    Some(&mut off),
+                    &*pipe.write,
+                    None,
+                    want,
+                    flags,
+                ) {
+                    Ok(0) => self.eof = true,
+                    Ok(n) => {
+                        self.offset = off;
+                        self.in_pipe = n;
+                        self.left -= n.min(self.left);
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                continue;
+            }
+            let more = self.left > 0 && !self.eof;
+            let flags = if more {
+                SpliceFlags::NONBLOCK | SpliceFlags::MORE
+            } else {
+                SpliceFlags::NONBLOCK
+            };
+            match rustix::pipe::splice(&*pipe.read, None, sock, None, self.in_pipe, flags) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.in_pipe -= n.min(self.in_pipe);
+                    self.sent += n;
+                    if self.in_pipe > 0 {
+                        // Short: the socket's buffer is full.
+                        return Ok(false);
+                    }
+                }
+                Err(Errno::AGAIN) => return Ok(false),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
