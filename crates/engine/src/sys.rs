@@ -4,6 +4,8 @@
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+#[cfg(test)]
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `getxattrat(2)`'s number (Linux 6.13): new system calls share one number
@@ -222,6 +224,37 @@ mod tests {
     use std::os::fd::AsFd;
 
     #[test]
+    fn all_cached_says_whether_the_page_cache_holds_a_whole_range() {
+        let dir =
+            Path::new("/var/tmp").join(format!("ringshare-sys-cached-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let just_written = all_cached(f.as_fd(), 4096, 64 << 10);
+        assert!(!all_cached(f.as_fd(), 0, 0), "an empty range");
+        f.sync_all().unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        let evicted = all_cached(f.as_fd(), 4096, 64 << 10);
+        let mut part = vec![0u8; 8192];
+        rustix::io::pread(&f, &mut part, 100_000).unwrap();
+        let one_read = all_cached(f.as_fd(), 100_000, 8192);
+        let past_end = all_cached(f.as_fd(), (1 << 20) - 4096, 8192);
+        let _ = std::fs::remove_dir_all(&dir);
+        if NO_CACHESTAT.load(Ordering::Relaxed) {
+            eprintln!("SKIPPED: no cachestat(2) in this kernel");
+            return;
+        }
+        assert!(just_written, "a file just written is in the page cache");
+        let kind = rustix::fs::statfs("/var/tmp").unwrap().f_type as u64;
+        if kind != 0x0102_1994 {
+            assert!(!evicted, "dropped pages are not in the page cache");
+        }
+        assert!(one_read, "the pages a read brought in");
+        assert!(!past_end, "a range reaching past the end of the file");
+    }
+
+    #[test]
     fn access_fd_answers_for_the_file_of_an_opath_descriptor() {
         let dir = std::env::temp_dir().join(format!("ringshare-sys-access-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -339,4 +372,65 @@ pub fn ofd_getlk(fd: BorrowedFd<'_>, kind: OfdLock, start: i64, len: i64) -> io:
         return Err(io::Error::last_os_error());
     }
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+}
+
+/// `cachestat(2)`'s number (Linux 6.5): new system calls share one number on every
+/// architecture.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// `struct cachestat_range` of `cachestat(2)`.
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+/// `struct cachestat` of `cachestat(2)`: page counts of the range.
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// Set once the kernel said it has no `cachestat`.
+static NO_CACHESTAT: AtomicBool = AtomicBool::new(false);
+
+/// Whether every page of `offset .. offset + len` of the file behind `fd` is in the page cache
+/// now (`cachestat(2)`): a read of it then finds its bytes in memory. Only a hint: a page may
+/// be evicted right after. `false` when the kernel cannot tell (before 6.5, or a file system
+/// without a page cache), and for an empty range.
+pub fn all_cached(fd: BorrowedFd<'_>, offset: u64, len: u64) -> bool {
+    if len == 0 || NO_CACHESTAT.load(Ordering::Relaxed) {
+        return false;
+    }
+    let page = rustix::param::page_size() as u64;
+    let first = offset / page;
+    let Some(last) = offset.checked_add(len - 1).map(|end| end / page) else {
+        return false;
+    };
+    let range = CachestatRange { off: offset, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: `range` and `stat` are valid `repr(C)` structs on this stack frame, outliving the
+    // call; the kernel reads the first and writes the second (flags 0). The fd is borrowed,
+    // hence open.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    if r != 0 {
+        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            NO_CACHESTAT.store(true, Ordering::Relaxed);
+        }
+        return false;
+    }
+    stat.nr_cache > last - first
 }

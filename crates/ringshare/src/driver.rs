@@ -201,9 +201,8 @@ enum SendItem {
         len: usize,
         /// Who reads the file (the open's user).
         who: Option<Who>,
-        /// The file is kept in memory: the ring's thread splices it itself
-        /// ([`inline_send`]).
-        in_memory: bool,
+        /// Whether the ring's thread splices it itself ([`inline_send`]).
+        here: inline_send::Here,
     },
 }
 

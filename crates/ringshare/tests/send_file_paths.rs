@@ -46,20 +46,52 @@ fn tmpfs_rig(tag: &str, extra_global: &str) -> Option<Rig> {
     Some(Rig::start_on(tmp, share, extra_global))
 }
 
+/// A server over a share on a disk file system (/var/tmp, when that is not tmpfs as well),
+/// where a READ reply is spliced by the I/O thread only when the page cache holds all of it;
+/// `None` where there is no such directory.
+fn disk_rig(tag: &str, extra_global: &str) -> Option<Rig> {
+    let base = Path::new("/var/tmp");
+    let kind = rustix::fs::statfs(base).ok()?.f_type as u64;
+    if kind == 0x0102_1994 || kind == 0x8584_58f6 {
+        eprintln!("/var/tmp is kept in memory here: no disk file system to test on");
+        return None;
+    }
+    let tmp = common::TempDir::new_in(base, tag);
+    let share = tmp.path().join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    Some(Rig::start_on(tmp, share, extra_global))
+}
+
+/// Drops `path`'s pages from the page cache (written back first): its next READs go through
+/// io_uring's workers, not the I/O thread.
+fn evict(path: &Path) {
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+}
+
 #[test]
 fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_others_are_served() {
-    stalled_peer_is_closed(Rig::start("stall", "\tsend timeout = 2\n"));
+    let Some(rig) = disk_rig("stall", "\tsend timeout = 2\n") else {
+        return;
+    };
+    stalled_peer_is_closed(rig, true);
 }
 
 #[test]
 fn a_peer_that_stops_reading_large_reads_of_a_file_in_memory_is_closed_at_the_send_timeout() {
     if let Some(rig) = tmpfs_rig("stallmem", "\tsend timeout = 2\n") {
-        stalled_peer_is_closed(rig);
+        stalled_peer_is_closed(rig, false);
     }
 }
 
-fn stalled_peer_is_closed(rig: Rig) {
+/// `evicted`: the file's pages are dropped from the page cache first (a disk file system:
+/// the replies then go through io_uring's workers).
+fn stalled_peer_is_closed(rig: Rig, evicted: bool) {
     let (mut raw, f) = open_big(&rig, 64 << 20, 48 * 16);
+    if evicted {
+        evict(&rig.share_dir.join("big"));
+    }
     // 48 MiB of READs in flight, none of the replies taken: far more than the
     // socket buffers hold, so the server's send (a splice) blocks.
     for i in 0..48u64 {
@@ -155,12 +187,56 @@ fn shrinking_file_reads_stay_well_formed(rig: Rig) {
 
 #[test]
 fn spliced_reads_of_a_file_in_memory_arrive_whole_at_every_size_and_after_the_peer_lagged() {
-    let Some(rig) = tmpfs_rig("wholemem", "") else {
+    if let Some(rig) = tmpfs_rig("wholemem", "") {
+        reads_arrive_whole(rig, false);
+    }
+}
+
+#[test]
+fn spliced_reads_of_a_cached_file_on_disk_are_made_by_the_io_thread_and_arrive_whole() {
+    if let Some(rig) = disk_rig("wholedisk", "") {
+        reads_arrive_whole(rig, false);
+    }
+}
+
+#[test]
+fn spliced_reads_of_a_cached_file_the_reader_may_only_read_go_through_io_workers() {
+    // Since Linux 6.10 the page cache's state is told only to a file's owner or writer: the
+    // reader of someone else's file gets its replies spliced by io_uring's workers, as before.
+    let Some(rig) = disk_rig("wholeother", "") else {
         return;
     };
+    let (mut raw, f) = open_big(&rig, 4 << 20, 64);
+    std::os::unix::fs::chown(rig.share_dir.join("big"), Some(0), Some(0)).unwrap();
+    let data = raw.read(f, 4096, 2 << 20).expect("READ");
+    assert!(data == pattern(4 << 20)[4096..4096 + (2 << 20)]);
+    let workers: Vec<String> = io_threads(rig.pid())
+        .into_iter()
+        .flat_map(|(_, w)| w)
+        .collect();
+    assert!(!workers.is_empty(), "no io-wq worker spliced the reply");
+}
+
+#[test]
+fn spliced_reads_of_a_file_on_disk_not_in_the_page_cache_go_through_io_workers_and_arrive_whole() {
+    if let Some(rig) = disk_rig("wholecold", "") {
+        reads_arrive_whole(rig, true);
+    }
+}
+
+/// READs of several sizes one at a time, then 40 MiB asked at once while the peer lags: every
+/// byte right. `evicted`: the file's pages are dropped first, so the first replies go through
+/// io_uring's workers; else the I/O thread splices them and starts no worker.
+fn reads_arrive_whole(rig: Rig, evicted: bool) {
     let len = 24 << 20;
     let data = pattern(len);
     let (mut raw, f) = open_big(&rig, len, 8 * 128);
+    // The reader's own file: the page cache's state is told to its owner.
+    let owner = nix::unistd::User::from_name(USER_A.0).unwrap().unwrap().uid;
+    std::os::unix::fs::chown(rig.share_dir.join("big"), Some(owner.as_raw()), None).unwrap();
+    if evicted {
+        evict(&rig.share_dir.join("big"));
+    }
     // One READ at a time, sizes and offsets not aligned to pages or pipe sizes.
     for (i, size) in [(1usize << 20) + 4095, 4 << 20, 8 << 20, 3 << 20, 1 << 20]
         .into_iter()
@@ -173,12 +249,20 @@ fn spliced_reads_of_a_file_in_memory_arrive_whole_at_every_size_and_after_the_pe
             "READ {i} of {size} bytes at {off}"
         );
     }
-    // The I/O thread made the splices itself: no io_uring worker was started for them.
     let workers: Vec<String> = io_threads(rig.pid())
         .into_iter()
         .flat_map(|(_, w)| w)
         .collect();
-    assert!(workers.is_empty(), "io-wq workers: {workers:?}");
+    if evicted {
+        assert!(!workers.is_empty(), "no io-wq worker read the file");
+    } else {
+        // The I/O thread made the splices itself: no io_uring worker was started for them.
+        assert!(
+            workers.is_empty(),
+            "io-wq workers: {workers:?}\n{}",
+            rig.log()
+        );
+    }
     // 40 MiB asked for at once and not taken for a while: the socket fills, and the replies
     // go out as the peer reads again.
     let mut mids = Vec::new();
@@ -357,8 +441,12 @@ fn an_io_thread_sending_read_data_keeps_to_its_cpu_with_its_workers_and_is_free_
         return;
     }
     // `pin cpus = auto`, the default.
-    let rig = Rig::start("keep", "");
+    let Some(rig) = disk_rig("keep", "") else {
+        return;
+    };
     let (mut raw, f) = open_big(&rig, 4 << 20, 64);
+    // Not in the page cache: the reply's splices go to io_uring's workers.
+    evict(&rig.share_dir.join("big"));
     let pid = rig.pid();
     for (t, _) in io_threads(pid) {
         assert_eq!(cpus_of(pid, &t), free, "I/O thread {t} before any READ");

@@ -1,10 +1,11 @@
-//! Spliced READ replies of files kept in memory (tmpfs, ramfs), sent by the ring's own thread:
-//! `splice(2)` from the file into a pipe and from the pipe into the socket, made here without
-//! waiting, instead of as a chain of linked SQEs that io_uring hands to its io-wq workers (it
-//! runs every splice there, as no splice can be asked not to wait through it). A file kept in
-//! memory never waits for a disk, so the fill never blocks; the socket is made non-blocking for
-//! the drain, and when its send buffer is full the rest waits for a `POLLOUT` on the ring.
-//! What it saves is the hand-offs to io-wq and back (docs/benchmarks.md, session 68).
+//! Spliced READ replies made by the ring's own thread: `splice(2)` from the file into a pipe
+//! and from the pipe into the socket, made here without waiting, instead of as a chain of linked
+//! SQEs that io_uring hands to its io-wq workers (it runs every splice there, as no splice can be
+//! asked not to wait through it). Done for a file kept in memory (tmpfs, ramfs), and for one on a
+//! local disk file system when the page cache holds the whole reply ([`Here`]): the fill then
+//! reads memory. The socket is made non-blocking for the drain, and when its send buffer is
+//! full the rest waits for a `POLLOUT` on the ring. What it saves is the hand-offs to io-wq and
+//! back (docs/benchmarks.md, session 68).
 
 use std::io;
 use std::os::fd::AsFd;
@@ -15,6 +16,50 @@ use rustix::net::SendFlags;
 use rustix::pipe::SpliceFlags;
 
 use super::{Pipe, Who};
+
+/// Whether a READ reply of a file is spliced by the ring's thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Here {
+    /// The file is kept in memory (tmpfs, ramfs): always.
+    Always,
+    /// A file on a local disk file system: when every page of the reply is in the page cache
+    /// as it starts (`cachestat(2)`, [`ringshare_engine::sys::all_cached`]), so that its fill
+    /// reads memory. A page evicted right then makes the fill wait for the disk in this thread:
+    /// rare, and one read's time. Since Linux 6.10 `cachestat` answers only a caller that owns
+    /// the file or may write it (else `EPERM`): it is asked as the reader, and for a file the
+    /// reader may only read the reply goes through io_uring's workers as before.
+    IfCached,
+    /// A file whose reads may wait on a network or another process (FUSE, NFS, CephFS...):
+    /// never; io_uring's workers splice it.
+    Never,
+}
+
+impl Here {
+    pub(super) fn of(node: &dyn ringshare_vfs::Node) -> Here {
+        if node.in_memory() {
+            Here::Always
+        } else if node.ring_io_may_block() {
+            Here::Never
+        } else {
+            Here::IfCached
+        }
+    }
+
+    /// Whether `len` bytes of `file` from `offset`, read by `who`, are spliced here, as the
+    /// reply starts.
+    pub(super) fn now(self, file: &SharedFd, offset: u64, len: usize, who: Option<&Who>) -> bool {
+        match self {
+            Here::Always => true,
+            Here::IfCached => {
+                // As the reader, as the splices will run (a failed switch: not here).
+                who.map_or(Ok(()), |w| ringshare_engine::creds::act_as(w))
+                    .is_ok()
+                    && ringshare_engine::sys::all_cached(file.as_fd(), offset, len as u64)
+            }
+            Here::Never => false,
+        }
+    }
+}
 
 /// A spliced READ reply under way in the ring's thread.
 pub(super) struct InlineSend {

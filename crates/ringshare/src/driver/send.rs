@@ -1,7 +1,7 @@
 //! Sending: a connection's queued frames go out in order, consecutive in-memory ones
 //! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
 
-use super::inline_send::{InlineSend, Step};
+use super::inline_send::{Here, InlineSend, Step};
 use super::*;
 
 /// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
@@ -36,15 +36,15 @@ impl Worker {
             offset,
             len,
             who,
-            in_memory,
+            here,
         } = front
         {
             let (head, file, offset, len) = (std::mem::take(head), file.clone(), *offset, *len);
             let who = who.take();
-            let in_memory = *in_memory;
+            let here = here.now(&file, offset, len, who.as_ref());
             c.send_queue.pop_front();
             c.sending_file = Some(len);
-            if in_memory {
+            if here {
                 c.inline = Some(InlineSend::new(head, file, offset, len, who));
                 self.keep_cpu();
                 self.inline_step(slot);
@@ -252,7 +252,7 @@ pub(super) fn file_item(sf: SendFile) -> SendItem {
             offset: sf.offset,
             len: sf.len,
             who: sf.node.who().cloned(),
-            in_memory: sf.node.in_memory(),
+            here: Here::of(&*sf.node),
         },
         None => SendItem::Bytes(sf.to_bytes()),
     }
