@@ -94,14 +94,7 @@ fn stalled_peer_is_closed(rig: Rig, evicted: bool) {
     }
     // 48 MiB of READs in flight, none of the replies taken: far more than the
     // socket buffers hold, so the server's send (a splice) blocks.
-    for i in 0..48u64 {
-        let mut h = raw.header(Command::READ);
-        h.credit_charge = 16;
-        h.credits = 16;
-        raw.next_mid += 15;
-        raw.send_frame(&Raw::message(&h, &read_body(f, i << 20, 1 << 20)))
-            .expect("send READ");
-    }
+    send_reads(&mut raw, f, 48, 1 << 20, |i| i << 20);
     let started = Instant::now();
     thread::sleep(Duration::from_secs(4));
     rig.still_serves("while a peer is not reading");
@@ -265,19 +258,7 @@ fn reads_arrive_whole(rig: Rig, evicted: bool) {
     }
     // 40 MiB asked for at once and not taken for a while: the socket fills, and the replies
     // go out as the peer reads again.
-    let mut mids = Vec::new();
-    for i in 0..40u64 {
-        let mut h = raw.header(Command::READ);
-        h.credit_charge = 16;
-        h.credits = 16;
-        raw.next_mid += 15;
-        mids.push((h.message_id, (i * 7 % 23) << 20));
-        raw.send_frame(&Raw::message(
-            &h,
-            &read_body(f, (i * 7 % 23) << 20, 1 << 20),
-        ))
-        .expect("send READ");
-    }
+    let mids = send_reads(&mut raw, f, 40, 1 << 20, |i| (i * 7 % 23) << 20);
     thread::sleep(Duration::from_millis(500));
     for (mid, off) in mids {
         match raw.wait_for(mid) {
@@ -326,17 +307,33 @@ fn slow_peer(name: &str) -> Option<(Rig, Raw, FileId)> {
 /// 50 MiB of 128 KiB READs of `f` asked for in one go, no reply taken yet: their message ids.
 fn ask_reads(raw: &mut Raw, f: FileId) -> Vec<u64> {
     raw.gather_credits(2 * 400 + 16);
-    let mut mids = Vec::new();
-    for i in 0..400u64 {
+    send_reads(raw, f, 400, 128 << 10, |i| (i % 64) << 17)
+        .into_iter()
+        .map(|(mid, _)| mid)
+        .collect()
+}
+
+/// `n` READs of `len` bytes of `f`, the i-th at `at(i)`, sent in one go (the credits gathered
+/// before), no reply taken: (message id, offset) of each.
+fn send_reads(
+    raw: &mut Raw,
+    f: FileId,
+    n: u64,
+    len: u32,
+    at: impl Fn(u64) -> u64,
+) -> Vec<(u64, u64)> {
+    let charge = len.div_ceil(65536) as u16;
+    let mut sent = Vec::new();
+    for i in 0..n {
         let mut h = raw.header(Command::READ);
-        h.credit_charge = 2;
-        h.credits = 2;
-        raw.next_mid += 1;
-        mids.push(h.message_id);
-        raw.send_frame(&Raw::message(&h, &read_body(f, (i % 64) << 17, 128 << 10)))
+        h.credit_charge = charge;
+        h.credits = charge;
+        raw.next_mid += u64::from(charge) - 1;
+        sent.push((h.message_id, at(i)));
+        raw.send_frame(&Raw::message(&h, &read_body(f, at(i), len)))
             .expect("send READ");
     }
-    mids
+    sent
 }
 
 /// Takes the READs' replies, checking each: how long each was waited for.
