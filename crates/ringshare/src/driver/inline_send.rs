@@ -52,12 +52,20 @@ impl Here {
             Here::Always => true,
             Here::IfCached => {
                 // As the reader, as the splices will run (a failed switch: not here).
-                who.map_or(Ok(()), |w| ringshare_engine::creds::act_as(w))
-                    .is_ok()
+                act_for(who).is_ok()
                     && ringshare_engine::sys::all_cached(file.as_fd(), offset, len as u64)
             }
             Here::Never => false,
         }
+    }
+}
+
+/// Makes this thread act as `who` (`None`: the server) for the calls that follow, as the ring's
+/// operations run under the reader's personality or the server's.
+pub(super) fn act_for(who: Option<&Who>) -> io::Result<()> {
+    match who {
+        Some(w) => ringshare_engine::creds::act_as(w),
+        None => ringshare_engine::creds::act_as_server(),
     }
 }
 

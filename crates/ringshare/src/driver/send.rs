@@ -1,7 +1,7 @@
 //! Sending: a connection's queued frames go out in order, consecutive in-memory ones
 //! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
 
-use super::inline_send::{Here, InlineSend, Step};
+use super::inline_send::{act_for, Here, InlineSend, Step};
 use super::*;
 
 /// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
@@ -153,10 +153,7 @@ impl Worker {
         };
         // As the reader of the file, as the ring's splices run (the pipe is made before: it is
         // the server's). A failed switch refuses the reply: it never runs as someone else.
-        let ready = st
-            .who()
-            .map_or(Ok(()), |w| ringshare_engine::creds::act_as(w))
-            .and_then(|()| Ok(rustix::io::ioctl_fionbio(&*c.fd, true)?));
+        let ready = act_for(st.who()).and_then(|()| Ok(rustix::io::ioctl_fionbio(&*c.fd, true)?));
         let step = match ready {
             Ok(()) => st.step(&*c.fd, pipe),
             Err(e) => {
