@@ -11,27 +11,19 @@ impl Ring {
     /// once `SO_RCVLOWAT` bytes are queued, or the peer closed; see
     /// [`crate::net::set_rcvlowat`]). Waiting costs no thread.
     pub fn poll_readable(&mut self, fd: &SharedFd, token: u64) {
-        let events = libc::POLLIN as u32;
-        self.start(
-            token,
-            OpKind::Poll {
-                fd: Arc::clone(fd),
-                events,
-            },
-        );
+        self.poll(fd, libc::POLLIN as u32, token);
     }
 
     /// Completes with `Ok(revents)` once `fd` can take more bytes (for a TCP socket: once its
     /// send buffer has room again), or has failed. Waiting costs no thread.
     pub fn poll_writable(&mut self, fd: &SharedFd, token: u64) {
-        let events = libc::POLLOUT as u32;
-        self.start(
-            token,
-            OpKind::Poll {
-                fd: Arc::clone(fd),
-                events,
-            },
-        );
+        self.poll(fd, libc::POLLOUT as u32, token);
+    }
+
+    /// A one-shot poll of `fd` for `events`.
+    fn poll(&mut self, fd: &SharedFd, events: u32, token: u64) {
+        let fd = Arc::clone(fd);
+        self.start(token, OpKind::Poll { fd, events });
     }
 
     /// Reports `result` (and `buf`) for `token` as if an operation of the ring had ended: for

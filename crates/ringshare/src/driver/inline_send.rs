@@ -124,36 +124,36 @@ impl InlineSend {
         self.who.as_ref()
     }
 
-    /// Ends it unsent: its result so far, the head and its pipe (if empty).
-    pub(super) fn give_up(self) -> (usize, Vec<u8>, Option<Pipe>) {
-        let pipe = self.pipe.filter(|_| self.in_pipe == 0);
-        (self.sent, self.head, pipe)
+    /// Whether it still needs a pipe ([`InlineSend::give_pipe`]).
+    pub(super) fn needs_pipe(&self) -> bool {
+        self.pipe.is_none()
     }
 
-    /// Whether it still needs a pipe (given with [`InlineSend::step`]).
-    pub(super) fn has_pipe(&self) -> bool {
-        self.pipe.is_some()
+    /// The pipe it splices through from now on.
+    pub(super) fn give_pipe(&mut self, pipe: Pipe) {
+        self.pipe = Some(pipe);
     }
 
     /// Moves what can be moved now without waiting. `sock` must be non-blocking while this
-    /// runs. `pipe` is used if it holds none yet.
-    pub(super) fn step(&mut self, sock: impl AsFd, pipe: Option<Pipe>) -> Step {
-        if self.pipe.is_none() {
-            self.pipe = pipe;
-        }
+    /// runs.
+    pub(super) fn step(&mut self, sock: impl AsFd) -> Step {
         match self.go(sock.as_fd()) {
-            Ok(true) => {
-                let pipe = self.pipe.take().filter(|_| self.in_pipe == 0);
-                let head = std::mem::take(&mut self.head);
-                Step::Done(Ok(self.sent), head, pipe)
-            }
+            Ok(true) => self.end(Ok(self.sent)),
             Ok(false) => Step::Blocked,
-            Err(e) => {
-                // A pipe that may still hold bytes is not used again.
-                let pipe = self.pipe.take().filter(|_| self.in_pipe == 0);
-                Step::Done(Err(e), std::mem::take(&mut self.head), pipe)
-            }
+            Err(e) => self.end(Err(e)),
         }
+    }
+
+    /// Ends it with `e` before or between steps.
+    pub(super) fn fail(&mut self, e: io::Error) -> Step {
+        self.end(Err(e))
+    }
+
+    /// Ends it with `result`: the head back, and the pipe if it is empty (a pipe that may
+    /// still hold bytes is not used again).
+    fn end(&mut self, result: io::Result<usize>) -> Step {
+        let pipe = self.pipe.take().filter(|_| self.in_pipe == 0);
+        Step::Done(result, std::mem::take(&mut self.head), pipe)
     }
 
     /// True once everything went, false when the socket is full.

@@ -137,36 +137,33 @@ impl Worker {
             return;
         };
         let tok = token(KIND_SEND, c.gen, slot);
-        let pipe = if st.has_pipe() {
-            None
+        let piped = if st.needs_pipe() {
+            let pipe = match self.pipes.pop() {
+                Some(p) => Ok(p),
+                None => self
+                    .ring
+                    .new_splice_pipe()
+                    .map(|p| Pipe::new(p, &self.pipes_live)),
+            };
+            pipe.map(|p| st.give_pipe(p))
         } else {
-            match self.pipes.pop() {
-                Some(p) => Some(p),
-                None => match self.ring.new_splice_pipe() {
-                    Ok(p) => Some(Pipe::new(p, &self.pipes_live)),
-                    Err(e) => {
-                        let (_, head, _) = st.give_up();
-                        return self.ring.done_here(tok, Err(e), Some(head));
-                    }
-                },
-            }
+            Ok(())
         };
         // As the reader of the file, as the ring's splices run (the pipe is made before: it is
         // the server's). A failed switch refuses the reply: it never runs as someone else.
-        let ready = act_for(st.who()).and_then(|()| Ok(rustix::io::ioctl_fionbio(&*c.fd, true)?));
+        let ready = piped
+            .and_then(|()| act_for(st.who()))
+            .and_then(|()| Ok(rustix::io::ioctl_fionbio(&*c.fd, true)?));
         let step = match ready {
-            Ok(()) => st.step(&*c.fd, pipe),
-            Err(e) => {
-                if let Some(p) = pipe {
-                    keep_pipes(&mut self.pipes, [p]);
+            Ok(()) => {
+                let step = st.step(&*c.fd);
+                if let Err(e) = rustix::io::ioctl_fionbio(&*c.fd, false) {
+                    tracing::debug!("a socket stays non-blocking: {e}");
                 }
-                let (_, head, _) = st.give_up();
-                return self.ring.done_here(tok, Err(e), Some(head));
+                step
             }
+            Err(e) => st.fail(e),
         };
-        if let Err(e) = rustix::io::ioctl_fionbio(&*c.fd, false) {
-            tracing::debug!("a socket stays non-blocking: {e}");
-        }
         match step {
             Step::Blocked => {
                 c.inline = Some(st);
