@@ -40,10 +40,7 @@ fn tmpfs_rig(tag: &str, extra_global: &str) -> Option<Rig> {
     if !Path::new("/dev/shm").is_dir() {
         return None;
     }
-    let tmp = common::TempDir::new_in(Path::new("/dev/shm"), tag);
-    let share = tmp.path().join("share");
-    std::fs::create_dir_all(&share).unwrap();
-    Some(Rig::start_on(tmp, share, extra_global))
+    Some(rig_under(Path::new("/dev/shm"), tag, extra_global))
 }
 
 /// A server over a share on a disk file system (/var/tmp, when that is not tmpfs as well),
@@ -56,10 +53,15 @@ fn disk_rig(tag: &str, extra_global: &str) -> Option<Rig> {
         eprintln!("/var/tmp is kept in memory here: no disk file system to test on");
         return None;
     }
+    Some(rig_under(base, tag, extra_global))
+}
+
+/// A server over a new share directory under `base`.
+fn rig_under(base: &Path, tag: &str, extra_global: &str) -> Rig {
     let tmp = common::TempDir::new_in(base, tag);
     let share = tmp.path().join("share");
     std::fs::create_dir_all(&share).unwrap();
-    Some(Rig::start_on(tmp, share, extra_global))
+    Rig::start_on(tmp, share, extra_global)
 }
 
 /// Drops `path`'s pages from the page cache (written back first): its next READs go through

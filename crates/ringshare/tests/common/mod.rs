@@ -29,7 +29,7 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Default limit for one smbclient run.
 pub const SMBCLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many times a server start is retried with a new port when the port was taken meanwhile.
-const START_ATTEMPTS_MAX: usize = 3;
+pub const START_ATTEMPTS_MAX: usize = 3;
 
 /// The account the tests log in with.
 pub const USER: &str = "rsinterop";

@@ -21,10 +21,9 @@ use ringshare_wire::framing;
 use ringshare_wire::header::{Header, HeaderId};
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::common::{add_user, chown_tree, free_port, listens_on, ringshare_bin, TempDir};
-
-/// Tries at a first start, each on a new port if another process took the last.
-const START_ATTEMPTS: usize = 5;
+use crate::common::{
+    add_user, chown_tree, free_port, listens_on, ringshare_bin, TempDir, START_ATTEMPTS_MAX,
+};
 
 #[path = "../../../cluster/tests/support/stop.rs"]
 mod stop;
@@ -154,7 +153,7 @@ impl Rig {
         for attempt in 1.. {
             match rig.try_spawn() {
                 Ok(()) => break,
-                Err(why) if why.contains("in use") && attempt < START_ATTEMPTS => {
+                Err(why) if why.contains("in use") && attempt < START_ATTEMPTS_MAX => {
                     rig.port = free_port();
                     write_conf(rig.port);
                 }
