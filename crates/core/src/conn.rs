@@ -1117,7 +1117,7 @@ impl Connection {
             hdr,
             body,
             data: reply.data,
-            data_headroom: reply.data_headroom,
+            data_headroom: reply.data_headroom as usize,
             file: reply.file,
             sign_key,
             compress: reply.compress,

@@ -33,8 +33,9 @@ pub enum Output {
     /// File I/O to perform; complete it with `complete_io(id, ..)`.
     Io(IoRequest),
     /// A question to answer away from the I/O thread ([`crate::lookup`]); the answer goes to
-    /// [`crate::Connection::complete_lookup`].
-    Lookup(crate::lookup::LookupRequest),
+    /// [`crate::Connection::complete_lookup`]. (Boxed: a lookup is rare, and the other
+    /// outputs, moved twice per reply, then fit in 128 bytes, moved with inline stores.)
+    Lookup(Box<crate::lookup::LookupRequest>),
     /// One direct-TCP frame made of `head` followed by file bytes: an unsigned
     /// READ response whose data the driver moves from the file to the socket
     /// without copying it (splice). Only queued after

@@ -853,7 +853,7 @@ impl Worker {
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Lookup(req) => {
                     let gen = c.gen;
-                    self.ask_lookup(req, slot, gen);
+                    self.ask_lookup(*req, slot, gen);
                 }
                 Output::Close => {
                     c.closing = true;
@@ -914,7 +914,7 @@ impl Worker {
         // all the same: its answer finds no connection and is dropped.
         while let Some(out) = c.conn.poll_output() {
             if let Output::Lookup(req) = out {
-                self.ask_lookup(req, slot, c.gen);
+                self.ask_lookup(*req, slot, c.gen);
             }
         }
         // Ops still in the ring hold their own fd clones; their completions

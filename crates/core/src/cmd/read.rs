@@ -286,7 +286,8 @@ fn reply(
     );
     let mut r = Reply::ok(head(core, n));
     r.data = Some(buf);
-    r.data_headroom = c.headroom;
+    // (At most READ_HEADROOM + TRANSFORM_HEADER_LEN: `headroom_of`.)
+    r.data_headroom = c.headroom as u32;
     r.compress = c
         .compress
         .map(|open| Box::new(crate::exchange::compress::CompressAsk { open, holes }));

@@ -122,7 +122,7 @@ impl Connection {
                 let id = self.next_io_id;
                 self.next_io_id += 1;
                 self.outputs
-                    .push_back(Output::Lookup(LookupRequest { id, ask }));
+                    .push_back(Output::Lookup(Box::new(LookupRequest { id, ask })));
                 op.work.asked(id);
                 self.async_ops.insert(async_id, op);
             }
@@ -151,7 +151,7 @@ impl Connection {
                 hdr,
                 body,
                 data: reply.data,
-                data_headroom: reply.data_headroom,
+                data_headroom: reply.data_headroom as usize,
                 file: None,
                 sign_key,
                 compress: None,

@@ -212,7 +212,10 @@ pub(super) fn reply_sent(
     if command == ringshare_wire::consts::Command::READ && reply.status == NtStatus::SUCCESS {
         match (&reply.file, &reply.data) {
             (Some((_, _, len)), _) => m.read(*len as u64, true),
-            (None, Some(d)) => m.read(d.len().saturating_sub(reply.data_headroom) as u64, false),
+            (None, Some(d)) => m.read(
+                d.len().saturating_sub(reply.data_headroom as usize) as u64,
+                false,
+            ),
             (None, None) => {}
         }
     }

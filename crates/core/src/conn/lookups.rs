@@ -62,7 +62,7 @@ impl Connection {
         }
         self.parks(&mut job);
         self.outputs
-            .push_back(Output::Lookup(LookupRequest { id, ask }));
+            .push_back(Output::Lookup(Box::new(LookupRequest { id, ask })));
         let parked = Parked {
             job,
             hdr,
@@ -276,7 +276,7 @@ impl Connection {
             let id = self.next_io_id;
             self.next_io_id += 1;
             self.outputs
-                .push_back(Output::Lookup(LookupRequest { id, ask }));
+                .push_back(Output::Lookup(Box::new(LookupRequest { id, ask })));
         }
     }
 

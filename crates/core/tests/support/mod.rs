@@ -668,7 +668,7 @@ impl Client {
                 }
                 Output::Io(req) if self.hold_io => self.held_io.push(req),
                 Output::Io(req) => self.run_io(req),
-                Output::Lookup(req) if self.hold_lookups => self.held_lookups.push(req),
+                Output::Lookup(req) if self.hold_lookups => self.held_lookups.push(*req),
                 Output::Lookup(req) => {
                     let done = off_io_thread(|| req.run());
                     self.conn.complete_lookup(self.now, req.id, done);
