@@ -3,10 +3,11 @@
 //!
 //! A call that is one call ([`Carry::Wire`]: a CREATE's Admit, a CLOSE, a LOCK, a READ's
 //! check...) is sealed in the session of one of the worker's connections to its node and sent
-//! with a SEND; its answer comes back through a RECV bounded by the kernel
-//! ([`Ring::recv_within`], the peer protocol's 2 s). Both go in the loop's own
-//! `io_uring_enter`: no thread hand-off, no wake-up. The SEND is quiet ([`Ring::quietly`]):
-//! its success does not end the loop's wait, the answer does. Each connection carries one
+//! at once, without waiting (`send_now`), or, for what the socket does not take, with a SEND;
+//! its answer comes back through a RECV bounded by the kernel ([`Ring::recv_within`], the
+//! peer protocol's 2 s). Both go in the loop's own `io_uring_enter`: no thread hand-off, no
+//! wake-up. The SEND is quiet ([`Ring::quietly`]): its success does not end the loop's wait,
+//! the answer does. Each connection carries one
 //! call at a time (the callee answers its connection's calls in turn); a worker keeps up to K
 //! connections per node (`Shared::home_calls_per_peer`). Opening one (connect and handshake)
 //! is a job for a lookup thread ([`Peers::dial`]), which leaves the connection in this
@@ -584,9 +585,17 @@ impl Worker {
         };
         link.call = Some((w, now + CALL_MS));
         let fd = Arc::clone(&link.fd);
-        // Quiet: only its failure is news (the answer's RECV is what the call waits for).
-        self.ring
-            .quietly(|r| r.send(&fd, frame, 0, token(KIND_HOME_SEND, 0, c)));
+        // A call is small and its connection idle, so the socket nearly always takes it at
+        // once: sent here, without waiting (MSG_DONTWAIT), it needs no SEND on the ring, whose
+        // completion would end the loop's wait for the answer only to start it again (an
+        // io_uring_enter a call). What the socket does not take, or an error, goes to a SEND
+        // on the ring as before, quiet: only its failure is news, the answer's RECV is what the
+        // call waits for.
+        let sent = send_now(&fd, &frame);
+        if sent < frame.len() {
+            self.ring
+                .quietly(|r| r.send(&fd, frame, sent, token(KIND_HOME_SEND, 0, c)));
+        }
         self.ring.recv_within(
             &fd,
             rx,
@@ -848,6 +857,13 @@ enum End {
     Answer(Vec<u8>),
     TimedOut,
     Failed(String),
+}
+
+/// The bytes of `frame` the socket takes at once without waiting (0 when it takes none or the
+/// send fails: the ring's SEND of the rest then reports the failure).
+fn send_now(fd: &SharedFd, frame: &[u8]) -> usize {
+    use rustix::net::SendFlags;
+    rustix::net::send(&**fd, frame, SendFlags::DONTWAIT | SendFlags::NOSIGNAL).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -552,3 +552,60 @@ fn opens_refused_before_they_asked_are_counted_with_the_calls_that_found_the_que
         ]
     );
 }
+
+/// A loopback pair whose sender has a small send buffer (64 KiB): (sender, reader).
+fn small_buffer_pair() -> (SharedFd, TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let reader = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (sender, _) = listener.accept().unwrap();
+    rustix::net::sockopt::set_socket_send_buffer_size(&sender, 65536).unwrap();
+    (Arc::new(OwnedFd::from(sender)), reader)
+}
+
+#[test]
+fn a_call_the_socket_takes_whole_needs_no_send_on_the_ring() {
+    let (fd, mut reader) = small_buffer_pair();
+    let frame: Vec<u8> = (0..200u8).collect();
+    assert_eq!(send_now(&fd, &frame), frame.len());
+    let mut got = vec![0u8; frame.len()];
+    std::io::Read::read_exact(&mut reader, &mut got).unwrap();
+    assert_eq!(got, frame);
+}
+
+#[test]
+fn a_call_the_socket_cannot_take_whole_goes_on_from_where_it_stopped_on_the_ring() {
+    use ringshare_engine::{Ring, RingConfig};
+    let (fd, mut reader) = small_buffer_pair();
+    // Far more than both buffers hold, while nobody reads: the socket takes a part.
+    let frame: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    let sent = send_now(&fd, &frame);
+    assert!(
+        sent < frame.len(),
+        "the socket took all of {} bytes",
+        frame.len()
+    );
+    let mut ring = Ring::new(RingConfig::default()).expect("io_uring available");
+    ring.send(&fd, frame.clone(), sent, 7);
+    let read = std::thread::spawn(move || {
+        let mut got = vec![0u8; 4_000_000];
+        std::io::Read::read_exact(&mut reader, &mut got).map(|()| got)
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        ring.submit_and_wait(1, Some(Duration::from_millis(100)))
+            .unwrap();
+        if let Some(c) = std::iter::from_fn(|| ring.next_completion()).find(|c| c.user_data == 7) {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ring's send never ended"
+        );
+    };
+    assert_eq!(done.result.unwrap(), frame.len() - sent);
+    assert_eq!(
+        read.join().unwrap().unwrap(),
+        frame,
+        "bytes lost or out of order"
+    );
+}
