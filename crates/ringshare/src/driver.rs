@@ -149,6 +149,16 @@ const KIND_TIMER: u64 = 5;
 /// Worker 0: the inotify descriptor is readable.
 const KIND_NOTIFY: u64 = 6;
 
+/// Makes this thread act as `who` (`None`: the server) for the calls that follow: the file
+/// system calls an I/O or lookup thread makes itself run as the ring's operations do, under
+/// the requester's credentials or the server's.
+fn act_for(who: Option<&Who>) -> std::io::Result<()> {
+    match who {
+        Some(w) => ringshare_engine::creds::act_as(w),
+        None => ringshare_engine::creds::act_as_server(),
+    }
+}
+
 fn token(kind: u64, gen: u32, slot: u32) -> u64 {
     (kind << 56) | (u64::from(gen & 0x00FF_FFFF) << 32) | u64::from(slot)
 }

@@ -15,7 +15,7 @@ use rustix::io::Errno;
 use rustix::net::SendFlags;
 use rustix::pipe::SpliceFlags;
 
-use super::{Pipe, Who};
+use super::{act_for, Pipe, Who};
 
 /// Whether a READ reply of a file is spliced by the ring's thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,15 +57,6 @@ impl Here {
             }
             Here::Never => false,
         }
-    }
-}
-
-/// Makes this thread act as `who` (`None`: the server) for the calls that follow, as the ring's
-/// operations run under the reader's personality or the server's.
-pub(super) fn act_for(who: Option<&Who>) -> io::Result<()> {
-    match who {
-        Some(w) => ringshare_engine::creds::act_as(w),
-        None => ringshare_engine::creds::act_as_server(),
     }
 }
 

@@ -450,11 +450,7 @@ fn run_as_asked(req: &LookupRequest) -> LookupDone {
     let Lookup::Fs(job) = &req.ask else {
         return req.run();
     };
-    let acted = match &job.who {
-        Some(who) => ringshare_engine::creds::act_as(who),
-        None => ringshare_engine::creds::act_as_server(),
-    };
-    if let Err(e) = acted {
+    if let Err(e) = super::act_for(job.who.as_ref()) {
         tracing::warn!("{req:?}: cannot act as its user: {e}");
         return LookupDone::Fs(ringshare_core::fsjob::FsDone::Done(Err(
             ringshare_vfs::FsError::AccessDenied,

@@ -1,7 +1,7 @@
 //! Sending: a connection's queued frames go out in order, consecutive in-memory ones
 //! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
 
-use super::inline_send::{act_for, Here, InlineSend, Step};
+use super::inline_send::{Here, InlineSend, Step};
 use super::*;
 
 /// `pin cpus = auto`: how long a thread keeps to its CPU after its last spliced READ reply
