@@ -371,6 +371,37 @@ fn reads_done_at_once_on_tmpfs_still_hold_only_a_few_buffers_while_the_peer_is_s
 }
 
 #[test]
+fn in_memory_replies_the_socket_takes_only_in_part_arrive_whole_and_in_order() {
+    // In-memory replies are offered to the socket at once (driver/send.rs, `send_now`); while
+    // the peer does not read, the socket takes some of a batch, and the rest goes on the ring
+    // from where it stopped, the parts after it queued again. Each reply must still carry its
+    // own bytes of the file, in the order asked.
+    let Some((_rig, mut raw, f)) = slow_peer("partialsends") else {
+        return;
+    };
+    raw.gather_credits(2 * 300 + 16);
+    // 300 READs of 40 KiB (read into memory), each at its own offset.
+    let len = 40 << 10;
+    let asked = send_reads(&mut raw, f, 300, len, |i| (i * 7919 % 190) * u64::from(len));
+    thread::sleep(Duration::from_millis(300));
+    let file = pattern(8 << 20);
+    for (mid, at) in asked {
+        match raw.wait_for(mid) {
+            Outcome::Reply(h, body) => {
+                assert_eq!(h.status, NtStatus::SUCCESS);
+                // (the message as it came: header, READ response, data)
+                let at = at as usize;
+                assert!(
+                    body[64 + 16..] == file[at..at + len as usize],
+                    "READ {mid} at {at}: other bytes"
+                );
+            }
+            other => panic!("READ {mid}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn replies_queued_behind_a_send_to_a_slow_peer_go_out_as_soon_as_it_reads_again() {
     // The reply in flight when the peer stopped reading completes only once it reads; the
     // replies and READs queued behind it wait for that completion (a quiet send's, which

@@ -3,7 +3,7 @@
 //!
 //! A call that is one call ([`Carry::Wire`]: a CREATE's Admit, a CLOSE, a LOCK, a READ's
 //! check...) is sealed in the session of one of the worker's connections to its node and sent
-//! at once, without waiting (`send_now`), or, for what the socket does not take, with a SEND;
+//! at once, without waiting (`send::send_now`), or, for what the socket does not take, with a SEND;
 //! its answer comes back through a RECV bounded by the kernel ([`Ring::recv_within`], the
 //! peer protocol's 2 s). Both go in the loop's own `io_uring_enter`: no thread hand-off, no
 //! wake-up. The SEND is quiet ([`Ring::quietly`]): its success does not end the loop's wait,
@@ -31,6 +31,7 @@
 //! not carry it out).
 
 use std::collections::{HashMap, VecDeque};
+use std::io::IoSlice;
 use std::net::TcpStream;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
@@ -43,6 +44,7 @@ use ringshare_engine::{Completion, SharedFd};
 use ringshare_wire::NtStatus;
 
 use super::mailbox::Mailbox;
+use super::send::send_now;
 use super::{token, Worker};
 use crate::cluster::peer::{self, Peers, Session};
 
@@ -591,7 +593,7 @@ impl Worker {
         // io_uring_enter a call). What the socket does not take, or an error, goes to a SEND
         // on the ring as before, quiet: only its failure is news, the answer's RECV is what the
         // call waits for.
-        let sent = send_now(&fd, &frame);
+        let sent = send_now(&fd, &[IoSlice::new(&frame)]);
         if sent < frame.len() {
             self.ring
                 .quietly(|r| r.send(&fd, frame, sent, token(KIND_HOME_SEND, 0, c)));
@@ -857,13 +859,6 @@ enum End {
     Answer(Vec<u8>),
     TimedOut,
     Failed(String),
-}
-
-/// The bytes of `frame` the socket takes at once without waiting (0 when it takes none or the
-/// send fails: the ring's SEND of the rest then reports the failure).
-fn send_now(fd: &SharedFd, frame: &[u8]) -> usize {
-    use rustix::net::SendFlags;
-    rustix::net::send(&**fd, frame, SendFlags::DONTWAIT | SendFlags::NOSIGNAL).unwrap_or(0)
 }
 
 #[cfg(test)]

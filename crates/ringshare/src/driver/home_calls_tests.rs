@@ -566,7 +566,7 @@ fn small_buffer_pair() -> (SharedFd, TcpStream) {
 fn a_call_the_socket_takes_whole_needs_no_send_on_the_ring() {
     let (fd, mut reader) = small_buffer_pair();
     let frame: Vec<u8> = (0..200u8).collect();
-    assert_eq!(send_now(&fd, &frame), frame.len());
+    assert_eq!(send_now(&fd, &[IoSlice::new(&frame)]), frame.len());
     let mut got = vec![0u8; frame.len()];
     std::io::Read::read_exact(&mut reader, &mut got).unwrap();
     assert_eq!(got, frame);
@@ -578,7 +578,7 @@ fn a_call_the_socket_cannot_take_whole_goes_on_from_where_it_stopped_on_the_ring
     let (fd, mut reader) = small_buffer_pair();
     // Far more than both buffers hold, while nobody reads: the socket takes a part.
     let frame: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
-    let sent = send_now(&fd, &frame);
+    let sent = send_now(&fd, &[IoSlice::new(&frame)]);
     assert!(
         sent < frame.len(),
         "the socket took all of {} bytes",

@@ -1,5 +1,11 @@
 //! Sending: a connection's queued frames go out in order, consecutive in-memory ones
 //! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
+//! In-memory frames are first offered to the socket at once, without waiting
+//! ([`send_now`]): what it takes whole needs no SEND on the ring, no completion and no turn
+//! of the loop (most replies: the socket has room); the rest goes on the ring from where the
+//! socket stopped.
+
+use std::io::IoSlice;
 
 use super::inline_send::{Here, InlineSend, Step};
 use super::*;
@@ -10,11 +16,21 @@ pub(super) const KEEP_CPU_MS: u64 = 200;
 
 impl Worker {
     pub(super) fn flush_sends(&mut self, slot: u32) {
+        // Parts the socket took whole leave nothing in flight: READs waiting for buffer room may
+        // start (as after a send's completion) and the queue goes on.
+        while self.flush_once(slot) {
+            self.start_reads(slot);
+        }
+    }
+
+    /// Starts sending the front of the connection's queue. True when in-memory parts went out
+    /// whole at once ([`send_now`]): nothing is in flight and the queue may go on.
+    fn flush_once(&mut self, slot: u32) -> bool {
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
-            return;
+            return false;
         };
         if c.sending {
-            return;
+            return false;
         }
         let Some(front) = c.send_queue.front_mut() else {
             if c.closing && c.io_in_flight == 0 {
@@ -24,7 +40,7 @@ impl Worker {
                 // the client learns now that the connection is over.
                 let _ = rustix::net::shutdown(&c.fd, rustix::net::Shutdown::Both);
             }
-            return;
+            return false;
         };
         c.sending = true;
         c.send_since = self.clock.mono_ms;
@@ -48,12 +64,12 @@ impl Worker {
                 c.inline = Some(InlineSend::new(head, file, offset, len, who));
                 self.keep_cpu();
                 self.inline_step(slot);
-                return;
+                return false;
             }
             self.keep_cpu();
             self.ring
                 .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
-            return;
+            return false;
         }
         // A lone in-memory part goes out by itself (no list to build).
         if !matches!(c.send_queue.get(1), Some(SendItem::Bytes(_))) {
@@ -62,10 +78,16 @@ impl Worker {
                 if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
                     self.zc_sends[0] += 1;
                     self.ring.send_zc(&fd, p, 0, tok);
-                } else {
-                    c.send_quiet = self.ring.quietly(|r| r.send(&fd, p, 0, tok));
+                    return false;
                 }
-                return;
+                let sent = send_now(&fd, &[IoSlice::new(&p)]);
+                if sent == p.len() {
+                    give_back(&mut self.pool, Some(&mut c.conn), p);
+                    (c.sending, c.sending_bytes) = (false, 0);
+                    return true;
+                }
+                c.send_quiet = self.ring.quietly(|r| r.send(&fd, p, sent, tok));
+                return false;
             }
         }
         // Consecutive in-memory parts go out in one sendmsg, listed in the
@@ -81,7 +103,30 @@ impl Worker {
             }
         }
         c.sending_bytes = parts.iter().map(Vec::len).sum();
-        c.send_quiet = self.ring.quietly(|r| r.send_vectored(&fd, parts, tok));
+        let sent = send_parts_now(&fd, &parts);
+        if sent == 0 {
+            c.send_quiet = self.ring.quietly(|r| r.send_vectored(&fd, parts, tok));
+            return false;
+        }
+        // What went whole is done with; a part the socket took some of goes on from there on
+        // the ring, and the parts after it go back to the queue's front, in order.
+        let (whole, rest) = split_sent(&parts, sent);
+        let mut left = parts.drain(whole..);
+        let partial = left.next().map(|p| (p, rest));
+        for b in left.rev() {
+            c.send_queue.push_front(SendItem::Bytes(b));
+        }
+        for b in parts.drain(..) {
+            give_back(&mut self.pool, Some(&mut c.conn), b);
+        }
+        c.spare_parts = parts;
+        let Some((p, offset)) = partial else {
+            (c.sending, c.sending_bytes) = (false, 0);
+            return true;
+        };
+        c.sending_bytes = p.len();
+        c.send_quiet = self.ring.quietly(|r| r.send(&fd, p, offset, tok));
+        false
     }
 
     /// `pin cpus = auto`: a spliced READ reply starts, so this thread and its io-wq workers
@@ -236,6 +281,38 @@ impl Worker {
     }
 }
 
+/// The bytes of `parts`, in order, that the socket takes at once without waiting (0 when it
+/// takes none or the send fails: the ring's SEND of them then reports the failure).
+pub(super) fn send_now(fd: &SharedFd, parts: &[IoSlice<'_>]) -> usize {
+    use rustix::net::{SendAncillaryBuffer, SendFlags};
+    let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+    let mut none = SendAncillaryBuffer::default();
+    rustix::net::sendmsg(&**fd, parts, &mut none, flags).unwrap_or(0)
+}
+
+/// [`send_now`] of up to [`SEND_BATCH_PARTS_MAX`] buffers, listed on the stack (a warmed-up
+/// server allocates nothing per reply).
+fn send_parts_now(fd: &SharedFd, parts: &[Vec<u8>]) -> usize {
+    let mut list = [IoSlice::new(&[]); SEND_BATCH_PARTS_MAX];
+    let n = parts.len().min(SEND_BATCH_PARTS_MAX);
+    for (slot, p) in list.iter_mut().zip(parts) {
+        *slot = IoSlice::new(p);
+    }
+    send_now(fd, &list[..n])
+}
+
+/// After `sent` bytes of `parts` went out: how many parts went whole, and how far into the
+/// next one the socket got.
+fn split_sent(parts: &[Vec<u8>], mut sent: usize) -> (usize, usize) {
+    for (i, p) in parts.iter().enumerate() {
+        if sent < p.len() {
+            return (i, sent);
+        }
+        sent -= p.len();
+    }
+    (parts.len(), 0)
+}
+
 /// A send-file frame as a queue item; read into memory if the node has no
 /// descriptor (a backend the core should not have offered it for).
 pub(super) fn file_item(sf: SendFile) -> SendItem {
@@ -249,5 +326,39 @@ pub(super) fn file_item(sf: SendFile) -> SendItem {
             here: Here::of(&*sf.node),
         },
         None => SendItem::Bytes(sf.to_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parts_a_send_took_whole_are_told_from_the_one_it_stopped_in() {
+        let parts = vec![vec![1u8; 10], vec![2; 20], vec![3; 30]];
+        assert_eq!(split_sent(&parts, 0), (0, 0));
+        assert_eq!(split_sent(&parts, 9), (0, 9));
+        assert_eq!(split_sent(&parts, 10), (1, 0));
+        assert_eq!(split_sent(&parts, 25), (1, 15));
+        assert_eq!(split_sent(&parts, 60), (3, 0));
+    }
+
+    #[test]
+    fn parts_the_socket_takes_whole_are_sent_at_once_in_order_and_the_rest_is_left() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fd: SharedFd = Arc::new(OwnedFd::from(a));
+        let parts: Vec<Vec<u8>> = (0u8..3).map(|i| vec![i; 1000]).collect();
+        assert_eq!(send_parts_now(&fd, &parts), 3000);
+        let mut got = vec![0u8; 3000];
+        std::io::Read::read_exact(&mut &b, &mut got).unwrap();
+        assert!(got
+            .chunks(1000)
+            .enumerate()
+            .all(|(i, c)| c.iter().all(|&x| x == i as u8)));
+        // A peer that does not read: the socket takes what it has room for, then nothing.
+        let big: Vec<Vec<u8>> = (0..64).map(|_| vec![7u8; 64 << 10]).collect();
+        let took = send_parts_now(&fd, &big);
+        assert!(took > 0 && took < 64 * (64 << 10), "took {took}");
+        assert_eq!(send_parts_now(&fd, &big), 0);
     }
 }
