@@ -112,7 +112,8 @@ impl Worker {
         // the ring, and the parts after it go back to the queue's front, in order.
         let (whole, rest) = split_sent(&parts, sent);
         let mut left = parts.drain(whole..);
-        let partial = left.next().map(|p| (p, rest));
+        // (None also when the parts offered went whole and more were not offered: queued back.)
+        let partial = (rest > 0).then(|| left.next()).flatten().map(|p| (p, rest));
         for b in left.rev() {
             c.send_queue.push_front(SendItem::Bytes(b));
         }
@@ -290,11 +291,15 @@ pub(super) fn send_now(fd: &SharedFd, parts: &[IoSlice<'_>]) -> usize {
     rustix::net::sendmsg(&**fd, parts, &mut none, flags).unwrap_or(0)
 }
 
-/// [`send_now`] of up to [`SEND_BATCH_PARTS_MAX`] buffers, listed on the stack (a warmed-up
-/// server allocates nothing per reply).
+/// Buffers [`send_parts_now`] offers at once at most (a batch longer than that sends the rest
+/// after them: [`Worker::flush_sends`] goes on with what it queued back).
+const SEND_NOW_PARTS_MAX: usize = 64;
+
+/// [`send_now`] of the first [`SEND_NOW_PARTS_MAX`] of `parts`, listed on the stack (a
+/// warmed-up server allocates nothing per reply).
 fn send_parts_now(fd: &SharedFd, parts: &[Vec<u8>]) -> usize {
-    let mut list = [IoSlice::new(&[]); SEND_BATCH_PARTS_MAX];
-    let n = parts.len().min(SEND_BATCH_PARTS_MAX);
+    let mut list = [IoSlice::new(&[]); SEND_NOW_PARTS_MAX];
+    let n = parts.len().min(SEND_NOW_PARTS_MAX);
     for (slot, p) in list.iter_mut().zip(parts) {
         *slot = IoSlice::new(p);
     }
@@ -360,5 +365,15 @@ mod tests {
         let took = send_parts_now(&fd, &big);
         assert!(took > 0 && took < 64 * (64 << 10), "took {took}");
         assert_eq!(send_parts_now(&fd, &big), 0);
+    }
+
+    #[test]
+    fn a_batch_longer_than_the_list_is_offered_up_to_the_list_and_the_rest_left_whole() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fd: SharedFd = Arc::new(OwnedFd::from(a));
+        let parts: Vec<Vec<u8>> = (0..100).map(|_| vec![1u8; 10]).collect();
+        let sent = send_parts_now(&fd, &parts);
+        assert_eq!(sent, SEND_NOW_PARTS_MAX * 10);
+        assert_eq!(split_sent(&parts, sent), (SEND_NOW_PARTS_MAX, 0));
     }
 }
