@@ -922,7 +922,7 @@ impl Connection {
                 return cmd::negotiate::handle(&mut self.core, req).map(Handled::Reply)
             }
             Command::SESSION_SETUP => {
-                self.verify_signature(req, true)?;
+                self.verify_signature(req, true, None)?;
                 let waits = self.logon_waits(req.hdr.session_id);
                 return cmd::session_setup::handle(&mut self.core, req, waits);
             }
@@ -933,7 +933,7 @@ impl Connection {
         }
         // Session ([MS-SMB2] 3.3.5.2.9).
         let sref = self.core.session_or_deleted(req.session_id)?;
-        let (session_encrypt, tree_encrypt, tree_ipc, tree_refused) = {
+        let (session_encrypt, signing_required, tree_encrypt, tree_ipc, tree_refused) = {
             let session = lock(&sref);
             if !session.is_valid() {
                 drop(session);
@@ -974,12 +974,14 @@ impl Connection {
             };
             (
                 session.encrypt_required,
+                session.signing_required,
                 tree_encrypt,
                 tree_ipc,
                 tree_refused,
             )
         };
-        self.verify_signature(req, false)?;
+        // (The session is valid, and `session_or_deleted` finds no binding channel.)
+        self.verify_signature(req, false, Some(signing_required))?;
         // [MS-SMB2] 3.3.5.2.9: a session that must be encrypted takes only
         // encrypted requests.
         // Over a trusted QUIC transport ([`ConnCore::transport_secure`]) it need not be.

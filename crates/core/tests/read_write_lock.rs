@@ -406,6 +406,25 @@ fn signed_session_rejects_a_request_with_a_bad_signature() {
 }
 
 #[test]
+fn an_unsigned_request_is_refused_on_a_session_that_requires_signing_and_taken_on_one_that_does_not(
+) {
+    for (signing, status) in [
+        (SigningPolicy::Required, NtStatus::ACCESS_DENIED),
+        (SigningPolicy::IfRequired, NtStatus::SUCCESS),
+    ] {
+        let mut c = Client::with(Options {
+            dialect: Dialect::SMB2_0_2,
+            signing,
+        });
+        c.put_file("u", b"plain");
+        let f = c.create("u", GENERIC_READ, D::OPEN, 0).unwrap();
+        let m = c.read_msg(f, 0, 5);
+        let r = c.send_frame(m).remove(0);
+        assert_eq!(r.status(), status, "{signing:?}");
+    }
+}
+
+#[test]
 fn ioctl_without_the_fsctl_flag_is_not_supported_and_unknown_fs_controls_invalid_device_request() {
     let mut c = Client::new();
     c.put_file("io", b"");

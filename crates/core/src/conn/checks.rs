@@ -51,10 +51,25 @@ impl Connection {
 
     /// [MS-SMB2] 3.3.5.2.4: verify a signed request; refuse an unsigned one on
     /// a session that requires signing.
-    pub(super) fn verify_signature(&self, req: &Req<'_>, setup: bool) -> Result<(), NtStatus> {
+    /// `required`: whether the session requires signing, when the caller read it under the
+    /// session's lock for a valid session on a channel that is not a binding (an unsigned
+    /// request then needs no second look at the session).
+    pub(super) fn verify_signature(
+        &self,
+        req: &Req<'_>,
+        setup: bool,
+        required: Option<bool>,
+    ) -> Result<(), NtStatus> {
         if req.encrypted {
             // Authenticated by the cipher; encrypted messages carry no signature.
             return Ok(());
+        }
+        if let (false, false, Some(required)) = (req.hdr.is_signed(), setup, required) {
+            return if required {
+                Err(NtStatus::ACCESS_DENIED)
+            } else {
+                Ok(())
+            };
         }
         let Some(ch) = self.core.sessions.get(&req.session_id) else {
             return Ok(());
