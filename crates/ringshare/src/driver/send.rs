@@ -71,27 +71,20 @@ impl Worker {
                 .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
             return false;
         }
-        // A lone in-memory part goes out by itself (no list to build).
-        if !matches!(c.send_queue.get(1), Some(SendItem::Bytes(_))) {
+        // A lone large in-memory part may go with SEND_ZC (the kernel sends from its pages).
+        let lone = !matches!(c.send_queue.get(1), Some(SendItem::Bytes(_)));
+        let large =
+            matches!(c.send_queue.front(), Some(SendItem::Bytes(p)) if p.len() >= ZC_SEND_MIN);
+        if lone && large && c.zc != Zc::Off {
             if let Some(SendItem::Bytes(p)) = c.send_queue.pop_front() {
                 c.sending_bytes = p.len();
-                if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
-                    self.zc_sends[0] += 1;
-                    self.ring.send_zc(&fd, p, 0, tok);
-                    return false;
-                }
-                let sent = send_now(&fd, &[IoSlice::new(&p)]);
-                if sent == p.len() {
-                    give_back(&mut self.pool, Some(&mut c.conn), p);
-                    (c.sending, c.sending_bytes) = (false, 0);
-                    return true;
-                }
-                c.send_quiet = self.ring.quietly(|r| r.send(&fd, p, sent, tok));
-                return false;
+                self.zc_sends[0] += 1;
+                self.ring.send_zc(&fd, p, 0, tok);
             }
+            return false;
         }
-        // Consecutive in-memory parts go out in one sendmsg, listed in the
-        // list the last batch came back in.
+        // Consecutive in-memory parts (one or more) go out in one sendmsg, listed in the
+        // list the last batch came back in: offered to the socket at once first.
         let mut parts = std::mem::take(&mut c.spare_parts);
         while parts.len() < SEND_BATCH_PARTS_MAX {
             match c.send_queue.front() {
