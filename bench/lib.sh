@@ -21,6 +21,11 @@ HOST=127.0.0.1
 # into memory in the same state.
 SETTLE=${SETTLE:-4}
 
+# Put before every server's start and every client's run (bench/rows --split-cpus: `taskset -c`
+# with a CPU for the servers and another for the clients); empty: no placement.
+SERVER_PIN=()
+CLIENT_PIN=()
+
 PIDS=()
 SERVERS=()
 declare -A PORT_OF PID_OF CERT_OF
@@ -118,7 +123,7 @@ path = $DATA
 read only = no
 EOF
     printf '%s\n%s\n' "$PASS" "$PASS" | "$bin" user add --config "$b/rs.conf" --password-stdin "$USER_NAME" >/dev/null
-    setsid "$bin" serve --config "$b/rs.conf" </dev/null >"$b/log" 2>&1 &
+    setsid "${SERVER_PIN[@]}" "$bin" serve --config "$b/rs.conf" </dev/null >"$b/log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     wait_port "$port" "$pid" || { cat "$b/log" >&2; return 1; }
@@ -166,7 +171,7 @@ lib_start_smbd() { # name port dir vfs
 EOF
     printf '%s\n%s\n' "$PASS" "$PASS" | smbpasswd -c "$b/smb.conf" -a -s "$USER_NAME" >"$b/smbpasswd.out" 2>&1 ||
         { cat "$b/smbpasswd.out" >&2; return 1; }
-    setsid smbd --foreground --no-process-group --configfile="$b/smb.conf" </dev/null >"$b/log/stdout" 2>&1 &
+    setsid "${SERVER_PIN[@]}" smbd --foreground --no-process-group --configfile="$b/smb.conf" </dev/null >"$b/log/stdout" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     wait_port "$port" "$pid" || { tail -n 20 "$b/log/log.smbd" "$b/log/stdout" >&2; return 1; }
@@ -205,7 +210,7 @@ read_only = false
 name = "$USER_NAME"
 password = "$PASS"
 TOML
-    setsid "$bin" --config "$b/rocketsmbd.toml" </dev/null >"$b/log" 2>&1 &
+    setsid "${SERVER_PIN[@]}" "$bin" --config "$b/rocketsmbd.toml" </dev/null >"$b/log" 2>&1 &
     local pid=$!
     PIDS+=("$pid")
     if ! wait_port $port "$pid"; then
@@ -243,7 +248,7 @@ lib_bench() { # server label workload extra-args...
     # Let the previous run's connections go (smbd's per-connection child must be gone, or its
     # CPU is counted at the start of this run and missing at the end).
     sleep 0.5
-    if ! line=$("$RS" bench "//$HOST:${PORT_OF[$s]}/share" -U "$USER_NAME%$PASS" "$w" \
+    if ! line=$("${CLIENT_PIN[@]}" "$RS" bench "//$HOST:${PORT_OF[$s]}/share" -U "$USER_NAME%$PASS" "$w" \
         --duration "$DUR" --server-pid "${PID_OF[$s]}" --json "$@" 2>"$OUT/last.err"); then
         say "$s $label: errors ($(head -c 300 "$OUT/last.err"))"
     fi
@@ -260,7 +265,7 @@ lib_smbclient() { # server get|put
     get) cmd="get big /dev/null" ;;
     put) cmd="put $DATA/big put.bin" ;;
     esac
-    python3 - "$s" "$op" "$RESULTS" "${PID_OF[$s]}" smbclient "//$HOST/share" -p "${PORT_OF[$s]}" \
+    python3 - "$s" "$op" "$RESULTS" "${PID_OF[$s]}" "${CLIENT_PIN[@]}" smbclient "//$HOST/share" -p "${PORT_OF[$s]}" \
         -U "$USER_NAME%$PASS" -c "$cmd" <<'EOF'
 import json, os, resource, subprocess, sys, time
 server, op, results, pid = sys.argv[1:5]
