@@ -72,17 +72,19 @@ pub(crate) enum OpKind {
         buf: Vec<u8>,
         max: usize,
     },
-    /// Receive into `buf`'s spare capacity, at most `max` bytes, within `ts`: a RECV linked
-    /// to an `IORING_OP_LINK_TIMEOUT` (two SQEs, steps 1 and 2 of the op's `user_data`). The
-    /// op finishes with the RECV's CQE, which always comes (the timer cancels the RECV when
-    /// it fires): the kernel is then done with the buffer, and it copied the timespec when it
+    /// Receive into `buf`'s spare capacity, at most `max` bytes, of the answer to what was
+    /// just sent (its poll armed at once), within `ts`: a RECV linked to an
+    /// `IORING_OP_LINK_TIMEOUT` (two SQEs, steps 1 and 2 of the op's `user_data`). The op
+    /// finishes with the RECV's CQE, which always comes (the timer cancels the RECV when it
+    /// fires): the kernel is then done with the buffer, and it copied the timespec when it
     /// took the SQEs. The timer's CQE is skipped when the RECV ended first (SKIP_SUCCESS), and
-    /// is stale if it comes after; `timer`: its result, when it came first.
+    /// is stale if it comes after; `timer`: its result, when it came first. Without `ts` the
+    /// RECV goes alone (step 1), bounded by its caller's [`crate::Ring::cancel`].
     RecvWithin {
         fd: Arc<OwnedFd>,
         buf: Vec<u8>,
         max: usize,
-        ts: Box<types::Timespec>,
+        ts: Option<Box<types::Timespec>>,
         timer: Option<i32>,
     },
     /// Multishot receive into buffers the kernel picks from the ring's
@@ -550,9 +552,13 @@ impl OpKind {
         }
     }
 
-    /// The two SQEs of a [`OpKind::RecvWithin`]: its RECV (to be linked) and the
-    /// LINK_TIMEOUT that bounds it, pointing at the op's boxed timespec. `None` for another op.
-    pub(crate) fn recv_within_chain(&mut self, fixed: Fixed) -> Option<[squeue::Entry; 2]> {
+    /// The SQEs of a [`OpKind::RecvWithin`]: its RECV (to be linked when there is a timer)
+    /// and the LINK_TIMEOUT that bounds it, pointing at the op's boxed timespec, if it has one.
+    /// `None` for another op.
+    pub(crate) fn recv_within_chain(
+        &mut self,
+        fixed: Fixed,
+    ) -> Option<(squeue::Entry, Option<squeue::Entry>)> {
         if !matches!(self, OpKind::RecvWithin { .. }) {
             return None;
         }
@@ -560,8 +566,10 @@ impl OpKind {
         let OpKind::RecvWithin { ts, .. } = self else {
             return None;
         };
-        let timer = opcode::LinkTimeout::new(&**ts as *const types::Timespec).build();
-        Some([recv, timer])
+        let timer = ts
+            .as_deref()
+            .map(|ts| opcode::LinkTimeout::new(ts as *const types::Timespec).build());
+        Some((recv, timer))
     }
 
     /// The fds this op's SQEs name that may be registered (sockets and pipes),

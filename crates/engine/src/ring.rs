@@ -345,7 +345,28 @@ impl Ring {
                 fd: Arc::clone(fd),
                 buf,
                 max,
-                ts: Box::new(types::Timespec::from(within)),
+                ts: Some(Box::new(types::Timespec::from(within))),
+                timer: None,
+            },
+        );
+    }
+
+    /// Like [`Ring::recv_within`] without the kernel's timer: the RECV of the answer to what
+    /// was just sent (its poll armed at once, one SQE), bounded by the caller, who keeps the
+    /// deadline and [`Ring::cancel`]s it when due (it then ends with `ECANCELED`). For calls
+    /// that already keep a deadline, where a timer per RECV is set up and taken down for
+    /// nothing in nearly every call.
+    pub fn recv_answer(&mut self, fd: &SharedFd, buf: Vec<u8>, max: usize, token: u64) {
+        if buf.capacity() == buf.len() || max == 0 {
+            return self.reject(token, buf, "recv buffer has no spare capacity");
+        }
+        self.start(
+            token,
+            OpKind::RecvWithin {
+                fd: Arc::clone(fd),
+                buf,
+                max,
+                ts: None,
                 timer: None,
             },
         );
@@ -1019,12 +1040,14 @@ impl Ring {
                 return self.push_chain(chain.iter().take(n));
             }
             if let Some(op) = self.ops.get_mut(key) {
-                if let Some([recv, timer]) = op.kind.recv_within_chain(op.fixed) {
+                if let Some((recv, timer)) = op.kind.recv_within_chain(op.fixed) {
                     let p = op.personality;
+                    let recv = recv.user_data(key | (1 << STEP_SHIFT)).personality(p);
+                    let Some(timer) = timer else {
+                        return self.push_chain([recv].iter());
+                    };
                     let chain = [
-                        recv.user_data(key | (1 << STEP_SHIFT))
-                            .personality(p)
-                            .flags(squeue::Flags::IO_LINK),
+                        recv.flags(squeue::Flags::IO_LINK),
                         timer
                             .user_data(key | (2 << STEP_SHIFT))
                             .personality(p)
@@ -1216,7 +1239,7 @@ impl Ring {
                         .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
             }
-            OpKind::RecvWithin { buf, timer, .. } => {
+            OpKind::RecvWithin { buf, timer, ts, .. } => {
                 match step {
                     1 => {}
                     2 => {
@@ -1234,7 +1257,8 @@ impl Ring {
                     // bytes after `len` are initialised.
                     unsafe { buf.set_len(buf.len() + n) };
                 }
-                let by_timer = matches!(-r, libc::ECANCELED | libc::EINTR) && !closing;
+                let by_timer =
+                    ts.is_some() && matches!(-r, libc::ECANCELED | libc::EINTR) && !closing;
                 let result = if r >= 0 {
                     Ok(r as usize)
                 } else if t == -libc::ETIME || by_timer {

@@ -1205,6 +1205,50 @@ fn cancelling_a_receive_within_ends_both_of_its_steps() {
     assert_eq!(ring.in_flight(), 0);
 }
 
+/// `Ring::recv_answer`: one RECV, no timer. The answer ends it with the data; bytes already
+/// waiting end it at once (its poll is armed first, and finds them).
+#[test]
+fn a_receive_of_an_answer_ends_with_the_answer_and_with_bytes_already_waiting() {
+    let (fd, mut peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv_answer(&fd, Vec::with_capacity(64), 64, 35);
+    ring.submit().unwrap();
+    peer.write_all(b"answer").unwrap();
+    let c = wait_for(&mut ring, 35);
+    assert_eq!(c.result.unwrap(), 6);
+    assert_eq!(c.buf.unwrap(), b"answer");
+    assert_eq!(ring.in_flight(), 0);
+    peer.write_all(b"early").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let started = Instant::now();
+    ring.recv_answer(&fd, Vec::with_capacity(64), 64, 36);
+    let c = wait_for(&mut ring, 36);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(c.result.unwrap(), 5);
+    assert_eq!(c.buf.unwrap(), b"early");
+}
+
+/// A receive of an answer has no timeout of its own: nothing ends it but what comes or its
+/// caller's cancel, which ends it with ECANCELED (not TimedOut: the caller knows it was due)
+/// and gives the buffer back as it was.
+#[test]
+fn a_receive_of_an_answer_waits_until_cancelled_and_then_ends_with_ecanceled() {
+    let (fd, _peer) = tcp_pair();
+    let mut ring = ring();
+    let mut buf = Vec::with_capacity(64);
+    buf.extend_from_slice(b"part");
+    ring.recv_answer(&fd, buf, 64, 37);
+    ring.submit_and_wait(1, Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(ring.next_completion().is_none(), "no timer ended it");
+    assert_eq!(ring.in_flight(), 1);
+    assert_eq!(ring.cancel(37), 1);
+    let c = wait_for(&mut ring, 37);
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    assert_eq!(c.buf.unwrap(), b"part");
+    assert_eq!(ring.in_flight(), 0);
+}
+
 /// A process without CAP_SYS_RESOURCE (here: a thread acting as nobody) may not size a pipe
 /// past /proc/sys/fs/pipe-max-size. Asked for twice that, a ring's splice pipe is made as
 /// large as the limit allows, not left at the kernel's 64 KiB default.

@@ -36,7 +36,6 @@ use std::net::TcpStream;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use ringshare_core::lookup::{Carry, HomeAsk, HomeResult, HomeWire};
 use ringshare_core::{Lookup, LookupDone, LookupRequest};
@@ -446,6 +445,9 @@ struct Link {
     call: Option<(Waiting, u64)>,
     /// Its SEND failed: the RECV's end fails the call.
     broken: bool,
+    /// Its answer was due and its RECV was cancelled ([`Worker::home_timers`]): the RECV's end
+    /// times the call out.
+    overdue: bool,
 }
 
 /// A worker's side of calls on its ring.
@@ -478,9 +480,22 @@ impl HomeCalls {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.calls.deadline(), self.log.deadline()]
-            .into_iter()
-            .flatten()
+        [
+            self.calls.deadline(),
+            self.log.deadline(),
+            self.answers_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// When the first answer still awaited is due (its RECV is cancelled then).
+    fn answers_due(&self) -> Option<u64> {
+        self.links
+            .values()
+            .filter(|l| !l.overdue)
+            .filter_map(|l| l.call.as_ref().map(|(_, due)| *due))
             .min()
     }
 }
@@ -559,8 +574,9 @@ impl Worker {
         warn_all(&lines);
     }
 
-    /// Seal the call in `c`'s session and send it; its answer's RECV, bounded at 2 s, goes
-    /// in the same submission.
+    /// Seal the call in `c`'s session and send it; its answer's RECV goes in the same
+    /// submission, due in 2 s ([`Worker::home_timers`] cancels it then: no kernel timer per
+    /// call, which nearly every call would set up and take down for nothing).
     fn home_send(&mut self, c: u32, w: Waiting, more: &mut Vec<Act>) {
         let now = self.clock.mono_ms;
         let Some(h) = self.home.as_mut() else { return };
@@ -586,6 +602,7 @@ impl Worker {
             Vec::with_capacity(RX_START)
         };
         link.call = Some((w, now + CALL_MS));
+        link.overdue = false;
         let fd = Arc::clone(&link.fd);
         // A call is small and its connection idle, so the socket nearly always takes it at
         // once: sent here, without waiting (MSG_DONTWAIT), it needs no SEND on the ring, whose
@@ -598,13 +615,8 @@ impl Worker {
             self.ring
                 .quietly(|r| r.send(&fd, frame, sent, token(KIND_HOME_SEND, 0, c)));
         }
-        self.ring.recv_within(
-            &fd,
-            rx,
-            peer::FRAME_MAX + 4,
-            Duration::from_millis(CALL_MS),
-            token(KIND_HOME_RECV, 0, c),
-        );
+        self.ring
+            .recv_answer(&fd, rx, peer::FRAME_MAX + 4, token(KIND_HOME_RECV, 0, c));
     }
 
     /// A lookup thread opens a connection to `node` and leaves it in this worker's box.
@@ -645,6 +657,7 @@ impl Worker {
                         rx: Vec::new(),
                         call: None,
                         broken: false,
+                        overdue: false,
                     };
                     h.links.insert(id, link);
                     Ok(id)
@@ -698,19 +711,14 @@ impl Worker {
                         let rx = &mut link.rx;
                         rx.reserve(want.saturating_sub(rx.len()).max(RX_START / 4));
                         let (fd, rx) = (Arc::clone(&link.fd), std::mem::take(rx));
-                        self.ring.recv_within(
-                            &fd,
-                            rx,
-                            peer::FRAME_MAX + 4,
-                            Duration::from_millis(due - now),
-                            token(KIND_HOME_RECV, 0, c),
-                        );
+                        let tok = token(KIND_HOME_RECV, 0, c);
+                        self.ring.recv_answer(&fd, rx, peer::FRAME_MAX + 4, tok);
                         return;
                     }
                 }
                 Err(e) => End::Failed(e.to_string()),
             },
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && !link.broken => End::TimedOut,
+            Err(_) if link.overdue && !link.broken => End::TimedOut,
             Err(e) => End::Failed(e.to_string()),
         };
         self.home_end(c, end);
@@ -813,6 +821,15 @@ impl Worker {
             let mut lines = Vec::new();
             h.log.due(now, &mut lines);
             warn_all(&lines);
+        }
+        // Answers not in within 2 s: their RECVs end (`on_home` times the calls out).
+        if h.answers_due().is_some_and(|d| d <= now) {
+            for (&c, link) in h.links.iter_mut() {
+                if !link.overdue && link.call.as_ref().is_some_and(|(_, due)| *due <= now) {
+                    link.overdue = true;
+                    self.ring.cancel(token(KIND_HOME_RECV, 0, c));
+                }
+            }
         }
         if h.calls.deadline().is_none_or(|d| d > now) {
             return;

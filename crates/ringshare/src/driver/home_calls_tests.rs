@@ -1,6 +1,7 @@
 //! [`Calls`]: which call goes when, on which connection (no ring, no sockets).
 use super::*;
 use ringshare_core::cluster::{ClusterLink, Home};
+use std::time::Duration;
 
 /// A link nothing is carried on (the calls here only carry bytes).
 struct NoLink;
@@ -461,10 +462,10 @@ fn a_call_made_on_the_ring_gets_the_answer_of_a_node_of_either_level() {
     }
 }
 
-/// Issue 33: a ring call whose 2 s went (the kernel's timeout) is FILE_NOT_AVAILABLE; its
-/// connection is half-closed (node 2, once it decided, sees the caller went) and read on for
-/// the late answer, which reaches the late handler once; the next call goes on a new
-/// connection, answered in time, and reaches nobody's late handler.
+/// Issue 33: a ring call whose 2 s went (its deadline: the worker's timers cancel its RECV)
+/// is FILE_NOT_AVAILABLE; its connection is half-closed (node 2, once it decided, sees the
+/// caller went) and read on for the late answer, which reaches the late handler once; the
+/// next call goes on a new connection, answered in time, and reaches nobody's late handler.
 #[test]
 fn a_ring_call_answered_late_is_handed_to_the_late_handler_once() {
     let (addr, asked, looked_at) = node2(4, false);
