@@ -71,21 +71,9 @@ pub(crate) enum OpKind {
         fd: Arc<OwnedFd>,
         buf: Vec<u8>,
         max: usize,
-    },
-    /// Receive into `buf`'s spare capacity, at most `max` bytes, of the answer to what was
-    /// just sent (its poll armed at once), within `ts`: a RECV linked to an
-    /// `IORING_OP_LINK_TIMEOUT` (two SQEs, steps 1 and 2 of the op's `user_data`). The op
-    /// finishes with the RECV's CQE, which always comes (the timer cancels the RECV when it
-    /// fires): the kernel is then done with the buffer, and it copied the timespec when it
-    /// took the SQEs. The timer's CQE is skipped when the RECV ended first (SKIP_SUCCESS), and
-    /// is stale if it comes after; `timer`: its result, when it came first. Without `ts` the
-    /// RECV goes alone (step 1), bounded by its caller's [`crate::Ring::cancel`].
-    RecvWithin {
-        fd: Arc<OwnedFd>,
-        buf: Vec<u8>,
-        max: usize,
-        ts: Option<Box<types::Timespec>>,
-        timer: Option<i32>,
+        /// Arm the socket's poll before trying to receive (`IORING_RECVSEND_POLL_FIRST`): for
+        /// the answer to what was just sent, which cannot be there yet.
+        poll_first: bool,
     },
     /// Multishot receive into buffers the kernel picks from the ring's
     /// provided-buffer group; stays in the slab while armed.
@@ -405,18 +393,19 @@ impl OpKind {
     /// Builds the SQE for the op's current state (first submission or continuation).
     /// Every pointer in it points into memory owned by `self`.
     pub(crate) fn sqe(&mut self, fixed: Fixed) -> squeue::Entry {
-        // A RecvWithin waits for the answer to what was just sent, so its socket is empty when
-        // it starts: the kernel arms its poll at once instead of trying a receive first.
-        let poll_first = if matches!(self, OpKind::RecvWithin { .. }) {
-            RECVSEND_POLL_FIRST
-        } else {
-            0
-        };
         match self {
             OpKind::Accept { fd } => opcode::AcceptMulti::new(types::Fd(fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
                 .build(),
-            OpKind::Recv { fd, buf, max } | OpKind::RecvWithin { fd, buf, max, .. } => {
+            OpKind::Recv {
+                fd,
+                buf,
+                max,
+                poll_first,
+            } => {
+                // An answer to what was just sent: the kernel arms the socket's poll at once
+                // instead of trying a receive first.
+                let poll_first = if *poll_first { RECVSEND_POLL_FIRST } else { 0 };
                 let spare = buf.spare_capacity_mut();
                 let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
                 with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Recv::new(
@@ -552,32 +541,11 @@ impl OpKind {
         }
     }
 
-    /// The SQEs of a [`OpKind::RecvWithin`]: its RECV (to be linked when there is a timer)
-    /// and the LINK_TIMEOUT that bounds it, pointing at the op's boxed timespec, if it has one.
-    /// `None` for another op.
-    pub(crate) fn recv_within_chain(
-        &mut self,
-        fixed: Fixed,
-    ) -> Option<(squeue::Entry, Option<squeue::Entry>)> {
-        if !matches!(self, OpKind::RecvWithin { .. }) {
-            return None;
-        }
-        let recv = self.sqe(fixed);
-        let OpKind::RecvWithin { ts, .. } = self else {
-            return None;
-        };
-        let timer = ts
-            .as_deref()
-            .map(|ts| opcode::LinkTimeout::new(ts as *const types::Timespec).build());
-        Some((recv, timer))
-    }
-
     /// The fds this op's SQEs name that may be registered (sockets and pipes),
     /// so that `Ring` can use a registered slot for one of them.
     pub(crate) fn fds(&self) -> [Option<RawFd>; 2] {
         match self {
             OpKind::Recv { fd, .. }
-            | OpKind::RecvWithin { fd, .. }
             | OpKind::RecvMulti { fd }
             | OpKind::Send { fd, .. }
             | OpKind::SendZc { fd, .. }
@@ -595,7 +563,6 @@ impl OpKind {
     pub(crate) fn into_buffers(self) -> (Option<Vec<u8>>, Option<Vec<Vec<u8>>>) {
         match self {
             OpKind::Recv { buf, .. }
-            | OpKind::RecvWithin { buf, .. }
             | OpKind::Send { buf, .. }
             | OpKind::SendZc { buf, .. }
             | OpKind::Read { buf, .. }

@@ -20,8 +20,6 @@ pub const REQUIRED_OPCODES: &[(&str, u8)] = &[
     ("WRITE", opcode::Write::CODE),
     ("FSYNC", opcode::Fsync::CODE),
     ("TIMEOUT", opcode::Timeout::CODE),
-    // The bound of a call to another cluster node (`Ring::recv_within`; Linux 5.5).
-    ("LINK_TIMEOUT", opcode::LinkTimeout::CODE),
     ("ASYNC_CANCEL", opcode::AsyncCancel::CODE),
     ("CLOSE", opcode::Close::CODE),
     ("SPLICE", opcode::Splice::CODE),

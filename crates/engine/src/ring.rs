@@ -318,56 +318,27 @@ impl Ring {
                 fd: Arc::clone(fd),
                 buf,
                 max,
+                poll_first: false,
             },
         );
     }
 
-    /// Like [`Ring::recv_up_to`], bounded by the kernel: when nothing came `within` (the
-    /// RECV's linked `IORING_OP_LINK_TIMEOUT` fired), it ends with `ErrorKind::TimedOut` and
-    /// gives its buffer back as it was. [`Ring::cancel`] of `token` ends it with `ECANCELED`.
-    /// Its one completion comes with the RECV's end: the kernel is then done with the buffer
-    /// (and copied the timespec when it took the SQEs); the timer's own completion, skipped when
-    /// it did not fire, is not waited for.
-    pub fn recv_within(
-        &mut self,
-        fd: &SharedFd,
-        buf: Vec<u8>,
-        max: usize,
-        within: Duration,
-        token: u64,
-    ) {
-        if buf.capacity() == buf.len() || max == 0 {
-            return self.reject(token, buf, "recv buffer has no spare capacity");
-        }
-        self.start(
-            token,
-            OpKind::RecvWithin {
-                fd: Arc::clone(fd),
-                buf,
-                max,
-                ts: Some(Box::new(types::Timespec::from(within))),
-                timer: None,
-            },
-        );
-    }
-
-    /// Like [`Ring::recv_within`] without the kernel's timer: the RECV of the answer to what
-    /// was just sent (its poll armed at once, one SQE), bounded by the caller, who keeps the
-    /// deadline and [`Ring::cancel`]s it when due (it then ends with `ECANCELED`). For calls
-    /// that already keep a deadline, where a timer per RECV is set up and taken down for
-    /// nothing in nearly every call.
+    /// Like [`Ring::recv_up_to`], for the answer to what was just sent: the kernel arms the
+    /// socket's poll at once instead of trying a receive first. No timer of its own: the caller
+    /// keeps the deadline and [`Ring::cancel`]s it when due (it then ends with `ECANCELED`).
+    /// (A RECV linked to an `IORING_OP_LINK_TIMEOUT` did that in the kernel, at the cost of a
+    /// timer set up and taken down in nearly every call: docs/benchmarks.md, session 72.)
     pub fn recv_answer(&mut self, fd: &SharedFd, buf: Vec<u8>, max: usize, token: u64) {
         if buf.capacity() == buf.len() || max == 0 {
             return self.reject(token, buf, "recv buffer has no spare capacity");
         }
         self.start(
             token,
-            OpKind::RecvWithin {
+            OpKind::Recv {
                 fd: Arc::clone(fd),
                 buf,
                 max,
-                ts: None,
-                timer: None,
+                poll_first: true,
             },
         );
     }
@@ -859,8 +830,6 @@ impl Ring {
                             }
                             Some(sf.plan.len())
                         }
-                        // Cancelling the RECV ends its linked timeout too.
-                        Some(OpKind::RecvWithin { .. }) => Some(1),
                         _ => None,
                     };
                     if let Some(steps) = chained {
@@ -1039,23 +1008,6 @@ impl Ring {
                 }
                 return self.push_chain(chain.iter().take(n));
             }
-            if let Some(op) = self.ops.get_mut(key) {
-                if let Some((recv, timer)) = op.kind.recv_within_chain(op.fixed) {
-                    let p = op.personality;
-                    let recv = recv.user_data(key | (1 << STEP_SHIFT)).personality(p);
-                    let Some(timer) = timer else {
-                        return self.push_chain([recv].iter());
-                    };
-                    let chain = [
-                        recv.flags(squeue::Flags::IO_LINK),
-                        timer
-                            .user_data(key | (2 << STEP_SHIFT))
-                            .personality(p)
-                            .flags(squeue::Flags::SKIP_SUCCESS),
-                    ];
-                    return self.push_chain(chain.iter());
-                }
-            }
         }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
@@ -1129,9 +1081,7 @@ impl Ring {
         // after the operation's final CQE (`finish`), and `Drop` leaks entries
         // whose final CQE never arrived. A send-file entry also owns its pipe's
         // two fds and is removed only after every SQE of its current round has
-        // posted its one CQE (`SendFile::plan` empty again); a recv-within entry (a RECV
-        // and the LINK_TIMEOUT pointing at its boxed timespec) only after both posted theirs
-        // (`left` 0). So the memory and fds stay valid
+        // posted its one CQE (`SendFile::plan` empty again). So the memory and fds stay valid
         // for as long as the kernel may use them.
         let pushed = unsafe { self.uring.submission().push(sqe) };
         if pushed.is_ok() {
@@ -1238,41 +1188,6 @@ impl Ring {
                     self.ready
                         .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
-            }
-            OpKind::RecvWithin { buf, timer, ts, .. } => {
-                match step {
-                    1 => {}
-                    2 => {
-                        // The timer fired (or a skip was not honoured): the RECV's CQE ends it.
-                        *timer = Some(res);
-                        return;
-                    }
-                    _ => return, // not one of its two SQEs
-                }
-                let (r, t) = (res, timer.unwrap_or(0));
-                if r > 0 {
-                    let n = (r as usize).min(buf.capacity() - buf.len());
-                    // SAFETY: the kernel wrote `r` bytes into the spare capacity
-                    // the RECV was given (at most that long), so the first `n`
-                    // bytes after `len` are initialised.
-                    unsafe { buf.set_len(buf.len() + n) };
-                }
-                let by_timer =
-                    ts.is_some() && matches!(-r, libc::ECANCELED | libc::EINTR) && !closing;
-                let result = if r >= 0 {
-                    Ok(r as usize)
-                } else if t == -libc::ETIME || by_timer {
-                    // The timeout fired and cancelled the RECV (ECANCELED, or EINTR
-                    // on kernels that report an interrupted wait): nobody else cancelled it
-                    // (its timer's CQE may come after the RECV's).
-                    Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "nothing received in time",
-                    ))
-                } else {
-                    Err(io::Error::from_raw_os_error(-r))
-                };
-                self.finish(key, result);
             }
             OpKind::Recv { buf, .. } | OpKind::Read { buf, .. } => {
                 if res > 0 {

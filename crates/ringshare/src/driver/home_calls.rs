@@ -3,15 +3,15 @@
 //!
 //! A call that is one call ([`Carry::Wire`]: a CREATE's Admit, a CLOSE, a LOCK, a READ's
 //! check...) is sealed in the session of one of the worker's connections to its node and sent
-//! at once, without waiting (`send::send_now`), or, for what the socket does not take, with a SEND;
-//! its answer comes back through a RECV bounded by the kernel ([`Ring::recv_within`], the
-//! peer protocol's 2 s). Both go in the loop's own `io_uring_enter`: no thread hand-off, no
-//! wake-up. The SEND is quiet ([`Ring::quietly`]): its success does not end the loop's wait,
-//! the answer does. Each connection carries one
-//! call at a time (the callee answers its connection's calls in turn); a worker keeps up to K
-//! connections per node (`Shared::home_calls_per_peer`). Opening one (connect and handshake)
-//! is a job for a lookup thread ([`Peers::dial`]), which leaves the connection in this
-//! worker's `dialed` box.
+//! at once, without waiting (`send::send_now`), or, for what the socket does not take, with a
+//! SEND; its answer comes back through a RECV ([`Ring::recv_answer`]) that the worker cancels
+//! when the peer protocol's 2 s are up ([`Worker::home_timers`]; a kernel timer linked to each
+//! RECV cost more: docs/benchmarks.md, session 72). Both go in the loop's own `io_uring_enter`:
+//! no thread hand-off, no wake-up. The SEND is quiet ([`Ring::quietly`]): its success does not
+//! end the loop's wait, the answer does. Each connection carries one call at a time (the
+//! callee answers its connection's calls in turn); a worker keeps up to K connections per node
+//! (`Shared::home_calls_per_peer`). Opening one (connect and handshake) is a job for a lookup
+//! thread ([`Peers::dial`]), which leaves the connection in this worker's `dialed` box.
 //!
 //! What is not one call (a decision at this node's home that calls others, a takeover) is a
 //! job ([`Carry::Job`]) for the lookup pool's home-call threads, as are calls when the hidden
