@@ -823,12 +823,10 @@ impl Worker {
             warn_all(&lines);
         }
         // Answers not in within 2 s: their RECVs end (`on_home` times the calls out).
-        if h.answers_due().is_some_and(|d| d <= now) {
-            for (&c, link) in h.links.iter_mut() {
-                if !link.overdue && link.call.as_ref().is_some_and(|(_, due)| *due <= now) {
-                    link.overdue = true;
-                    self.ring.cancel(token(KIND_HOME_RECV, 0, c));
-                }
+        for (&c, link) in h.links.iter_mut() {
+            if !link.overdue && link.call.as_ref().is_some_and(|(_, due)| *due <= now) {
+                link.overdue = true;
+                self.ring.cancel(token(KIND_HOME_RECV, 0, c));
             }
         }
         if h.calls.deadline().is_none_or(|d| d > now) {
