@@ -628,7 +628,7 @@ impl Worker {
             // connection at slot u32::MAX and is dropped.
             for ask in self.shared.server.expire_durables(t.mono_ms) {
                 let req = ringshare_core::LookupRequest { id: 0, ask };
-                self.ask_lookup(req, u32::MAX, 0);
+                self.ask_lookup(Box::new(req), u32::MAX, 0);
             }
             self.shared.server.kernel_tick(t.mono_ms);
             self.shared.server.log_limit_tick(t.mono_ms);
@@ -680,7 +680,8 @@ impl Worker {
     fn post_kernel_jobs(&mut self) {
         for job in self.shared.server.take_kernel_jobs() {
             let ask = ringshare_core::Lookup::Fs(job);
-            self.ask_lookup(ringshare_core::LookupRequest { id: 0, ask }, u32::MAX, 0);
+            let req = ringshare_core::LookupRequest { id: 0, ask };
+            self.ask_lookup(Box::new(req), u32::MAX, 0);
         }
     }
 
@@ -863,7 +864,7 @@ impl Worker {
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Lookup(req) => {
                     let gen = c.gen;
-                    self.ask_lookup(*req, slot, gen);
+                    self.ask_lookup(req, slot, gen);
                 }
                 Output::Close => {
                     c.closing = true;
@@ -924,7 +925,7 @@ impl Worker {
         // all the same: its answer finds no connection and is dropped.
         while let Some(out) = c.conn.poll_output() {
             if let Output::Lookup(req) = out {
-                self.ask_lookup(*req, slot, c.gen);
+                self.ask_lookup(req, slot, c.gen);
             }
         }
         // Ops still in the ring hold their own fd clones; their completions

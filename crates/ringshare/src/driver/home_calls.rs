@@ -67,7 +67,9 @@ pub(super) type Dialed = Mailbox<(u16, std::io::Result<(TcpStream, Session)>)>;
 pub(super) struct Waiting {
     pub slot: u32,
     pub gen: u32,
-    pub req: LookupRequest,
+    /// Boxed as the core asked it: a call moves several times on its way (into the queue, the
+    /// link), as a pointer.
+    pub req: Box<LookupRequest>,
     pub asked_ms: u64,
 }
 
@@ -248,6 +250,8 @@ struct PeerLinks {
     busy: usize,
     dialing: bool,
     queue: VecDeque<Waiting>,
+    /// Whether the node is marked crowded on this thread ([`crate::cluster::refusing`]).
+    marked: bool,
 }
 
 /// The worker's calls, without I/O: which goes when, on which connection.
@@ -417,12 +421,17 @@ impl Calls {
         }
     }
 
-    /// The nodes whose queue is full now, and those whose is not: a call to the first fails
-    /// at once ([`Unsent::Crowded`]).
-    pub(super) fn crowding(&self) -> impl Iterator<Item = (u16, bool)> + '_ {
-        self.peers
-            .iter()
-            .map(|(&node, p)| (node, p.queue.len() >= QUEUED_MAX))
+    /// The nodes whose queue filled up (a call to them fails at once, [`Unsent::Crowded`]) or
+    /// has room again since they were last given here: each call's work ends with this, and a
+    /// node's mark changes only when its queue does.
+    pub(super) fn crowding_changed(&mut self) -> impl Iterator<Item = (u16, bool)> + '_ {
+        self.peers.iter_mut().filter_map(|(&node, p)| {
+            let crowded = p.queue.len() >= QUEUED_MAX;
+            (crowded != p.marked).then(|| {
+                p.marked = crowded;
+                (node, crowded)
+            })
+        })
     }
 
     /// When the oldest queued call is due to fail.
@@ -503,12 +512,12 @@ impl HomeCalls {
 impl Worker {
     /// Ask `req` for connection `slot`/`gen`: on the ring when it is one call to another node,
     /// else (or with `cluster ring calls = no`) by the lookup pool.
-    pub(super) fn ask_lookup(&mut self, mut req: LookupRequest, slot: u32, gen: u32) {
+    pub(super) fn ask_lookup(&mut self, mut req: Box<LookupRequest>, slot: u32, gen: u32) {
         let Some(h) = self.home.as_mut() else {
-            return self.shared.lookups.ask(req, slot, gen, &self.inbox);
+            return self.shared.lookups.ask(*req, slot, gen, &self.inbox);
         };
         if !matches!(req.ask, Lookup::Home(_)) {
-            return self.shared.lookups.ask(req, slot, gen, &self.inbox);
+            return self.shared.lookups.ask(*req, slot, gen, &self.inbox);
         }
         if slot == u32::MAX {
             h.next_id += 1;
@@ -536,7 +545,7 @@ impl Worker {
                     if let (Some(h), true) = (self.home.as_mut(), o != 0) {
                         h.thread_orders.insert(key, o);
                     }
-                    self.shared.lookups.ask(w.req, w.slot, w.gen, &self.inbox);
+                    self.shared.lookups.ask(*w.req, w.slot, w.gen, &self.inbox);
                 }
                 Act::Fail(w, why) => {
                     let r: HomeResult = Err(NtStatus::FILE_NOT_AVAILABLE);
@@ -567,7 +576,7 @@ impl Worker {
         let now = self.clock.mono_ms;
         let Some(h) = self.home.as_mut() else { return };
         let mut lines = Vec::new();
-        for (node, crowded) in h.calls.crowding() {
+        for (node, crowded) in h.calls.crowding_changed() {
             let n = crate::cluster::refusing::mark(node, crowded);
             h.log.failed_many(node, Unsent::Crowded, n, now, &mut lines);
         }
@@ -728,11 +737,14 @@ impl Worker {
     /// the next call of its order and of the node go.
     fn home_end(&mut self, c: u32, end: End) {
         let Some(h) = self.home.as_mut() else { return };
-        let Some(mut link) = h.links.remove(&c) else {
+        // The link stays where it is when it is kept (it is over a kilobyte: its MAC key's
+        // state); only one given up leaves the map.
+        let Some(link) = h.links.get_mut(&c) else {
             return;
         };
         let node = link.node;
         let Some((w, _)) = link.call.take() else {
+            h.links.remove(&c);
             return;
         };
         let timed_out = matches!(end, End::TimedOut);
@@ -749,9 +761,8 @@ impl Worker {
         let late_msg = timed_out
             .then(|| message.map(|wire| wire.message.clone()))
             .flatten();
-        if keep {
-            h.links.insert(c, link);
-        } else if let Some(msg) = late_msg {
+        let gone = if keep { None } else { h.links.remove(&c) };
+        if let (Some(link), Some(msg)) = (gone, late_msg) {
             // Not answered in 2 s: a thread awaits the late answer (at most LATE_MAX node-wide),
             // the connection half-closed so a callee that has not read the call does not carry
             // it out. Part of an answer already read: the connection is closed instead.
@@ -779,10 +790,10 @@ impl Worker {
             Waiting {
                 slot: u32::MAX,
                 gen: 0,
-                req: LookupRequest {
+                req: Box::new(LookupRequest {
                     id: h.next_id,
                     ask: Lookup::Home(ask),
-                },
+                }),
                 asked_ms: self.clock.mono_ms,
             }
         });

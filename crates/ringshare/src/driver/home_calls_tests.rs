@@ -31,7 +31,7 @@ fn call(id: u64, node: u16, order: u64, at: u64) -> Waiting {
     Waiting {
         slot: 1,
         gen: 1,
-        req: LookupRequest {
+        req: Box::new(LookupRequest {
             id,
             ask: Lookup::Home(HomeAsk::wire(
                 Arc::new(NoLink),
@@ -39,7 +39,7 @@ fn call(id: u64, node: u16, order: u64, at: u64) -> Waiting {
                 order,
                 id.to_le_bytes().to_vec(),
             )),
-        },
+        }),
         asked_ms: at,
     }
 }
@@ -212,16 +212,11 @@ fn a_call_that_fails_unsent_says_why() {
         )]
     );
     let mut c = Calls::new(1, 2);
-    let crowded = |c: &Calls| {
-        c.crowding()
-            .filter(|&(_, full)| full)
-            .map(|(n, _)| n)
-            .collect::<Vec<u16>>()
-    };
+    let changed = |c: &mut Calls| c.crowding_changed().collect::<Vec<(u16, bool)>>();
     for id in 1..=QUEUED_MAX as u64 - 1 {
         c.ask(call(id, 3, id, 0), &mut out);
     }
-    assert!(crowded(&c).is_empty(), "room for one more");
+    assert!(changed(&mut c).is_empty(), "room for one more");
     for id in QUEUED_MAX as u64..=QUEUED_MAX as u64 + 1 {
         c.ask(call(id, 3, id, 0), &mut out);
     }
@@ -231,15 +226,20 @@ fn a_call_that_fails_unsent_says_why() {
         "the one past the queue's bound, at once"
     );
     assert_eq!(
-        crowded(&c),
-        [3],
+        changed(&mut c),
+        [(3, true)],
         "opens of node 3's files are refused before they ask"
+    );
+    assert!(
+        changed(&mut c).is_empty(),
+        "said once, not with every call's work"
     );
     c.expire(2000, &mut out);
     let late = failed(&mut out);
     assert_eq!(late.len(), QUEUED_MAX, "the queued ones, at their 2 s");
     assert!(late.iter().all(|(_, why)| *why == Unsent::Late), "{late:?}");
-    assert!(crowded(&c).is_empty(), "room again once they failed");
+    assert_eq!(changed(&mut c), [(3, false)], "room again once they failed");
+    assert!(changed(&mut c).is_empty(), "said once");
     // A dial's timeouts say which step's (not the kernel's "Resource temporarily unavailable").
     let timed_out = |k: std::io::ErrorKind| dial_error(&std::io::Error::from(k));
     assert_eq!(
@@ -429,10 +429,10 @@ fn ring_call(w: &mut Worker, message: &[u8]) -> (HomeResult, Duration) {
     ));
     let t = Instant::now();
     w.ask_lookup(
-        LookupRequest {
+        Box::new(LookupRequest {
             id: 1,
             ask: Lookup::Home(ask),
-        },
+        }),
         u32::MAX,
         0,
     );
