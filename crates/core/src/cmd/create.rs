@@ -184,15 +184,16 @@ struct Opening {
 /// for its persistent open's record).
 pub(crate) fn admitted(
     core: &mut ConnCore,
-    fin: AtHome,
+    fin: Box<AtHome>,
     done: crate::lookup::LookupDone,
 ) -> Result<Handled, NtStatus> {
+    // Taken boxed, as it was parked (over a kilobyte): its parts leave the box one by one.
     let AtHome {
         request,
         session_id,
         opening,
         joining,
-    } = fin;
+    } = *fin;
     let req = request.req(session_id);
     let server = core.server.clone();
     let at = At {
@@ -347,7 +348,7 @@ pub(crate) fn answered(
 ) -> Polled {
     p.asked = None;
     let r = match p.asking.take().map(|b| *b) {
-        Some(LookupCont::Admit(fin)) => admitted(core, *fin, done),
+        Some(LookupCont::Admit(fin)) => admitted(core, fin, done),
         Some(LookupCont::Changed(fin)) => changed(core, *fin, done),
         Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
         // A rename's job on a share whose calls may wait on a network (cmd/set_info/moves.rs).

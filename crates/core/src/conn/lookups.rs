@@ -160,7 +160,7 @@ impl Connection {
                         (cmd::set_info::changed(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Admit(fin) => {
-                        (cmd::create::admitted(&mut self.core, *fin, done), None)
+                        (cmd::create::admitted(&mut self.core, fin, done), None)
                     }
                     LookupCont::Changed(fin) => {
                         (cmd::create::changed(&mut self.core, *fin, done), None)
