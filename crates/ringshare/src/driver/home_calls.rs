@@ -761,27 +761,10 @@ impl Worker {
         let late_msg = timed_out
             .then(|| message.map(|wire| wire.message.clone()))
             .flatten();
-        let gone = if keep { None } else { h.links.remove(&c) };
-        if let (Some(link), Some(msg)) = (gone, late_msg) {
-            // Not answered in 2 s: a thread awaits the late answer (at most LATE_MAX node-wide),
-            // the connection half-closed so a callee that has not read the call does not carry
-            // it out. Part of an answer already read: the connection is closed instead.
-            if link.rx.is_empty() && h.peers.try_watch() {
-                match Arc::try_unwrap(link.fd) {
-                    Ok(fd) => {
-                        let conn = peer::Conn {
-                            stream: TcpStream::from(fd),
-                            session: link.session,
-                        };
-                        let wait = peer::LATE_LIMIT.saturating_sub(peer::CALL_TIMEOUT);
-                        h.peers.watch_counted(node, conn, msg, wait);
-                    }
-                    Err(_) => h.peers.unwatch(),
-                }
-            } else {
-                tracing::warn!(
-                    "cluster: a call to node {node} timed out; its answer is not awaited"
-                );
+        // Only here does the link leave the map (and get copied): a kept one is not touched.
+        if !keep {
+            if let Some(link) = h.links.remove(&c) {
+                await_late(&h.peers, link, late_msg);
             }
         }
         let (slot, gen, id, o) = (w.slot, w.gen, w.req.id, w.order());
@@ -855,6 +838,30 @@ impl Worker {
         for c in ids {
             self.ring.cancel(token(KIND_HOME_RECV, 0, c));
         }
+    }
+}
+
+/// A link given up after its call: when the call timed out (`late_msg`: its message), a thread
+/// awaits the late answer (at most LATE_MAX node-wide), the connection half-closed so a callee
+/// that has not read the call does not carry it out. Part of an answer already read: the
+/// connection is closed instead, as is one whose call failed otherwise.
+fn await_late(peers: &Peers, link: Link, late_msg: Option<Vec<u8>>) {
+    let Some(msg) = late_msg else { return };
+    let node = link.node;
+    if link.rx.is_empty() && peers.try_watch() {
+        match Arc::try_unwrap(link.fd) {
+            Ok(fd) => {
+                let conn = peer::Conn {
+                    stream: TcpStream::from(fd),
+                    session: link.session,
+                };
+                let wait = peer::LATE_LIMIT.saturating_sub(peer::CALL_TIMEOUT);
+                peers.watch_counted(node, conn, msg, wait);
+            }
+            Err(_) => peers.unwatch(),
+        }
+    } else {
+        tracing::warn!("cluster: a call to node {node} timed out; its answer is not awaited");
     }
 }
 
