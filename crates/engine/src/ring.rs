@@ -309,18 +309,7 @@ impl Ring {
     /// Like [`Ring::recv`], but receives at most `max` bytes (`max` 0 is
     /// `InvalidInput`), leaving the rest queued in the socket.
     pub fn recv_up_to(&mut self, fd: &SharedFd, buf: Vec<u8>, max: usize, token: u64) {
-        if buf.capacity() == buf.len() || max == 0 {
-            return self.reject(token, buf, "recv buffer has no spare capacity");
-        }
-        self.start(
-            token,
-            OpKind::Recv {
-                fd: Arc::clone(fd),
-                buf,
-                max,
-                poll_first: false,
-            },
-        );
+        self.start_recv(fd, buf, max, false, token);
     }
 
     /// Like [`Ring::recv_up_to`], for the answer to what was just sent: the kernel arms the
@@ -329,6 +318,19 @@ impl Ring {
     /// (A RECV linked to an `IORING_OP_LINK_TIMEOUT` did that in the kernel, at the cost of a
     /// timer set up and taken down in nearly every call: docs/benchmarks.md, session 72.)
     pub fn recv_answer(&mut self, fd: &SharedFd, buf: Vec<u8>, max: usize, token: u64) {
+        self.start_recv(fd, buf, max, true, token);
+    }
+
+    /// A RECV of at most `max` bytes into `buf`'s spare capacity, its poll armed first or not;
+    /// one with no room or no `max` is refused at once.
+    fn start_recv(
+        &mut self,
+        fd: &SharedFd,
+        buf: Vec<u8>,
+        max: usize,
+        poll_first: bool,
+        token: u64,
+    ) {
         if buf.capacity() == buf.len() || max == 0 {
             return self.reject(token, buf, "recv buffer has no spare capacity");
         }
@@ -338,7 +340,7 @@ impl Ring {
                 fd: Arc::clone(fd),
                 buf,
                 max,
-                poll_first: true,
+                poll_first,
             },
         );
     }
