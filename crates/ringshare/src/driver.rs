@@ -52,6 +52,7 @@ mod file_io;
 mod mailbox;
 mod recv;
 mod send;
+mod timers;
 mod write_pipes;
 use bufpool::{give_back, read_buf, BufPool};
 use inline_io::{in_place, run_here};
@@ -245,6 +246,10 @@ struct Conn {
     zc: Zc,
     send_queue: VecDeque<SendItem>,
     sending: bool,
+    /// Its deadline in the worker's [`timers::Timers`], and whether it is marked to be read
+    /// again ([`Worker::mark_timers`]).
+    timer: Option<u64>,
+    timer_marked: bool,
     /// Listed in the worker's `flush_due`: its queued replies go out when the
     /// current batch of completions has been handled.
     flush_listed: bool,
@@ -344,6 +349,8 @@ struct Worker {
     /// Connections with replies to send once this loop iteration has handled
     /// every completion that came (see [`Worker::flush_due`]).
     flush_due: Vec<u32>,
+    /// The connections' deadlines, in order.
+    timers: timers::Timers,
     /// Loop turns so far, and the connections whose frames wait for the next one
     /// ([`FRAMES_PER_TURN_SHARED`]).
     turns: u64,
@@ -452,6 +459,7 @@ fn new_worker(
         metrics: None,
         inbox,
         flush_due: Vec::new(),
+        timers: timers::Timers::default(),
         turns: 0,
         feeders: 0,
         feeders_before: 0,
@@ -498,6 +506,7 @@ impl Worker {
 
     /// One iteration of the loop: wait for completions (or the next timer) and handle them.
     fn turn(&mut self) -> io::Result<()> {
+        self.settle_timers();
         let timeout = self.next_timeout();
         // Frames held back from the last turn are fed now: no waiting for more.
         let wait = usize::from(self.held.is_empty());
@@ -560,6 +569,15 @@ impl Worker {
             }
             self.flush_sends(slot);
             self.need_send_end(slot);
+            // A send left in flight has a stall limit.
+            if self
+                .conns
+                .get(slot as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|c| c.sending)
+            {
+                self.mark_timers(slot);
+            }
         }
         due.clear();
         self.flush_due = due;
@@ -598,16 +616,9 @@ impl Worker {
             .flatten()
             .flatten();
         let next = self
-            .conns
-            .iter()
-            .flatten()
-            .flat_map(|c| {
-                let stall = c
-                    .sending
-                    .then_some(c.send_since + self.shared.send_stall_ms);
-                [c.conn.poll_timeout(), stall]
-            })
-            .flatten()
+            .timers
+            .first()
+            .into_iter()
             .chain(scavenge)
             .chain(self.quic.as_ref().and_then(|q| q.deadline_ms(now_ms)))
             .chain(self.home.as_ref().and_then(|h| h.deadline()))
@@ -637,30 +648,7 @@ impl Worker {
             }
             self.post_kernel_jobs();
         }
-        for slot in 0..self.conns.len() {
-            let stalled = self.conns[slot].as_ref().is_some_and(|c| {
-                c.sending && c.send_since + self.shared.send_stall_ms <= t.mono_ms
-            });
-            if stalled {
-                tracing::warn!(
-                    worker = self.index,
-                    "peer took no data for {} s (send timeout); closing the connection",
-                    self.shared.send_stall_ms / 1000
-                );
-                self.close(slot as u32);
-                continue;
-            }
-            let due = self.conns[slot]
-                .as_ref()
-                .and_then(|c| c.conn.poll_timeout())
-                .is_some_and(|d| d <= t.mono_ms);
-            if due {
-                if let Some(c) = self.conns[slot].as_mut() {
-                    c.conn.handle_timeout(t);
-                }
-                self.drain(slot as u32);
-            }
-        }
+        self.fire_conn_timers();
     }
 
     /// Worker 0: read what the inotify descriptor holds
@@ -809,6 +797,8 @@ impl Worker {
             zc,
             send_queue: VecDeque::new(),
             sending: false,
+            timer: None,
+            timer_marked: false,
             flush_listed: false,
             sending_file: None,
             inline: None,
@@ -823,6 +813,8 @@ impl Worker {
             reads_waiting: VecDeque::new(),
             pipe_loaded: None,
         });
+        // Its handshake limit.
+        self.mark_timers(slot);
         self.arm_recv(slot);
     }
 
@@ -841,6 +833,7 @@ impl Worker {
                 self.flush_due.push(slot);
             }
         }
+        self.mark_timers(slot);
     }
 
     /// Moves what the core queued into the connection's send queue and its
@@ -919,6 +912,7 @@ impl Worker {
         let Some(mut c) = self.conns.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
+        self.forget_timer(slot, &c);
         c.conn.shutdown(self.clock);
         // What the core still asks of the cluster's store as the connection goes (the record
         // of a persistent open whose CLOSE was waiting for the file's home, removed) is asked
