@@ -5,8 +5,8 @@
 //! A connection's deadline can only come earlier through something the thread did with it: a
 //! request or completion fed to its core (every one ends in [`Worker::drain`]), a send started,
 //! its accept. Those mark it ([`Worker::mark_timers`]) and its deadline is read again before the
-//! timers fire and before the next wait. A deadline that moved later is found so when its old
-//! time comes (read again, put back). What another connection changes (a session shared by two
+//! timers fire and before the next wait. A deadline that moved later, or went, is found so when
+//! its old time comes (read again, and put back if it is still there). What another connection changes (a session shared by two
 //! channels whose last open closes on the other) is found by a look at every connection at most
 //! every [`RESCAN_MS`], on a turn that happens anyway, as before any deadline of its kind is due
 //! (those are minutes: the idle limit).
@@ -21,8 +21,8 @@ const RESCAN_MS: u64 = 200;
 /// The deadlines in order, and the connections to read again.
 #[derive(Default)]
 pub(super) struct Timers {
-    /// (deadline in monotonic ms, connection slot): each connection at most once, at the
-    /// deadline in its `Conn::timer`.
+    /// (monotonic ms, connection slot): each connection at most once, at the time in its
+    /// `Conn::timer`, which is its deadline or earlier (then read again and put back).
     due: BTreeSet<(u64, u32)>,
     /// Connections marked since their deadlines were last read (each once: `Conn::timer_marked`).
     marked: Vec<u32>,
@@ -75,23 +75,25 @@ impl Worker {
         self.timers.marked = marked;
     }
 
-    /// Puts the connection in order at its deadline now.
+    /// Puts the connection in order at its deadline now, if that is earlier than where it is.
+    /// (One that moved later, or went, stays where it was until then: a busy connection's idle
+    /// limit moves with every request, and is read again only when its old time comes.)
     fn reschedule(&mut self, slot: u32) {
         let stall_ms = self.shared.send_stall_ms;
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
         c.timer_marked = false;
-        let at = deadline(c, stall_ms);
-        if at == c.timer {
+        let Some(at) = deadline(c, stall_ms) else {
+            return;
+        };
+        if c.timer.is_some_and(|old| old <= at) {
             return;
         }
-        if let Some(old) = std::mem::replace(&mut c.timer, at) {
+        if let Some(old) = c.timer.replace(at) {
             self.timers.due.remove(&(old, slot));
         }
-        if let Some(at) = at {
-            self.timers.due.insert((at, slot));
-        }
+        self.timers.due.insert((at, slot));
     }
 
     /// The connection goes: so does its deadline.
