@@ -6,10 +6,10 @@
 //! request or completion fed to its core (every one ends in [`Worker::drain`]), a send started,
 //! its accept. Those mark it ([`Worker::mark_timers`]) and its deadline is read again before the
 //! timers fire and before the next wait. A deadline that moved later, or went, is found so when
-//! its old time comes (read again, and put back if it is still there). What another connection changes (a session shared by two
-//! channels whose last open closes on the other) is found by a look at every connection at most
-//! every [`RESCAN_MS`], on a turn that happens anyway, as before any deadline of its kind is due
-//! (those are minutes: the idle limit).
+//! its old time comes (read again, and put back if it is still there). What another connection
+//! changes (a session shared by two channels whose last open closes on the other) is found by a
+//! look at every connection at most every [`RESCAN_MS`], on a turn that happens anyway, well
+//! before any deadline of its kind is due (those are minutes: the idle limit).
 
 use std::collections::BTreeSet;
 
@@ -31,7 +31,8 @@ pub(super) struct Timers {
 }
 
 impl Timers {
-    /// The earliest deadline of the connections.
+    /// When the earliest deadline of the connections is due, or a little earlier (a deadline
+    /// that moved later is read again at its old time).
     pub(super) fn first(&self) -> Option<u64> {
         self.due.first().map(|(at, _)| *at)
     }
@@ -66,6 +67,9 @@ impl Worker {
             for slot in 0..self.conns.len() as u32 {
                 self.reschedule(slot);
             }
+            // The marked ones were read with the rest.
+            self.timers.marked.clear();
+            return;
         }
         let mut marked = std::mem::take(&mut self.timers.marked);
         for &slot in &marked {
