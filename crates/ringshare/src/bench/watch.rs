@@ -126,10 +126,19 @@ fn watch(sh: &Shared, mut link: Link, dir: FileId) -> Result<Seen, String> {
                 Err(e) => return Err(format!("CHANGE_NOTIFY: {e}")),
             }
             tag += 1;
-            link.smb
+            let asked = link
+                .smb
                 .change_notify(tag, dir, ALL_CHANGES, true, BUFFER)
-                .map_err(|e| e.to_string())?;
-            link.flush()?;
+                .map_err(|e| e.to_string())
+                .and_then(|_| link.flush());
+            if let Err(e) = asked {
+                // An answer that came as the run stopped: its socket is shut down under the
+                // next request (`send: Broken pipe`), which is the end, not a failure.
+                if sh.stop.load(Ordering::Acquire) {
+                    return Ok(seen);
+                }
+                return Err(e);
+            }
         }
     }
 }
