@@ -334,8 +334,10 @@ struct Worker {
     recv_bufs_exhausted: u64,
     /// `SEND_ZC` sends, and those the kernel copied anyway (logged at exit).
     zc_sends: [u64; 2],
-    /// `ServerState::mail_posted` when this worker last looked at its mail.
-    mail_seen: u64,
+    /// The bells of this worker's connections' mailboxes: (slot, generation) of each that got
+    /// mail when it had none (rung by the posting thread), and the list they are taken into.
+    bells: Arc<mailbox::Mailbox<(u32, u32)>>,
+    rung: Vec<(u32, u32)>,
     /// The time, taken once per loop iteration (after the wait, and again
     /// for the timers): what every completion of the iteration is handled at
     /// (each reading cost two clock reads per request before).
@@ -415,6 +417,10 @@ fn new_worker(
     }
     crate::lock(&shared.wakers).push(ring.waker());
     let inbox = lookups::inbox(ring.waker());
+    // Unbounded: a mailbox rings once until its connection takes its mail, so the list holds
+    // about one entry per connection at most.
+    let bells = Arc::new(mailbox::Mailbox::new(usize::MAX));
+    bells.set_waker(ring.waker());
     let home = shared.peers.as_ref().map(|p| {
         let dialed = Arc::new(mailbox::Mailbox::new(usize::MAX));
         dialed.set_waker(ring.waker());
@@ -453,7 +459,8 @@ fn new_worker(
         multishot_arrivals: 0,
         recv_bufs_exhausted: 0,
         zc_sends: [0; 2],
-        mail_seen: 0,
+        bells,
+        rung: Vec::new(),
         clock: Now::default(),
         inotify_read_at: None,
         metrics: None,
@@ -583,23 +590,24 @@ impl Worker {
         self.flush_due = due;
     }
 
-    /// Let connections that got notices from other connections send them.
+    /// Let connections that got notices from other connections send them: those whose
+    /// mailboxes rang their bells, and no other (a busy thread keeps thousands of idle
+    /// connections; a notice for one of them must not make it look at all of them).
     fn deliver_mail(&mut self) {
-        let posted = self.shared.server.mail.posted();
-        if posted == self.mail_seen {
-            return;
-        }
-        self.mail_seen = posted;
-        let t = self.clock;
-        for slot in 0..self.conns.len() {
-            let has = self.conns[slot].as_ref().is_some_and(|c| c.conn.has_mail());
-            if has {
-                if let Some(c) = self.conns[slot].as_mut() {
-                    c.conn.handle_mail(t);
-                }
-                self.drain(slot as u32);
+        let mut rung = std::mem::take(&mut self.rung);
+        if self.bells.take_into(&mut rung) {
+            let t = self.clock;
+            for &(slot, gen) in &rung {
+                // Gone since it rang, or rang twice and already done.
+                let Some(c) = self.conn_mut(slot, gen).filter(|c| c.conn.has_mail()) else {
+                    continue;
+                };
+                c.conn.handle_mail(t);
+                self.drain(slot);
             }
+            rung.clear();
         }
+        self.rung = rung;
     }
 
     fn next_timeout(&self) -> Option<Duration> {
@@ -773,6 +781,10 @@ impl Worker {
         // Operations on the socket then name its slot in the ring's file table.
         self.ring.register_fd(&fd);
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
+        let bells = Arc::clone(&self.bells);
+        conn.set_mail_bell(Box::new(move || {
+            bells.post((slot, gen));
+        }));
         conn.set_send_file(self.shared.send_file);
         if transport != Transport::Tcp {
             conn.set_transport(transport);

@@ -30,8 +30,8 @@ mod sessions;
 pub(crate) mod table;
 
 pub use logons::Logons;
+pub use mail::{Bell, Mail, Mailbox, Notice};
 pub use mail::{ConnStatus, Transport};
-pub use mail::{Mail, Mailbox, Notice};
 pub use node::{ClusterHooks, NodeState};
 pub use sessions::SessionTable;
 pub use table::FileTable;

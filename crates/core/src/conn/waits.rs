@@ -33,6 +33,13 @@ impl Connection {
         self.mailbox.has_mail()
     }
 
+    /// From now on, a notice left for this connection when it had none calls `bell` (on the
+    /// posting thread) instead of waking every driver thread: the driver then calls
+    /// [`Connection::handle_mail`] for this connection alone.
+    pub fn set_mail_bell(&self, bell: crate::server::Bell) {
+        self.mailbox.set_bell(bell);
+    }
+
     /// Send what other connections asked this one to send.
     pub fn handle_mail(&mut self, now: Now) {
         self.core.now = now;

@@ -1,6 +1,7 @@
 //! A queue other threads leave items in for one worker, and that worker's wake-up: the lookup
-//! pool's answers ([`super::lookups::Inbox`]) and QUIC datagrams another worker received for
-//! this one's connections (`quic::QuicShared`). The ring is woken only when the queue turns
+//! pool's answers ([`super::lookups::Inbox`]), QUIC datagrams another worker received for
+//! this one's connections (`quic::QuicShared`), and the bells of its connections' mailboxes
+//! (`Worker::deliver_mail`). The ring is woken only when the queue turns
 //! non-empty; the worker's loop, which looks every iteration, takes the lock only when
 //! something was left.
 

@@ -54,9 +54,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Break notifications one connection posts for another (maybe on
-    /// another thread) wake every worker, which then looks at its
-    /// connections' mail.
+    /// `Mail::wake_drivers` (a disconnected durable open's timeout to look at) wakes every
+    /// worker. Notices for a connection ring its own worker's bell instead
+    /// (`Worker::deliver_mail`); only a mailbox without a bell wakes them all.
     pub fn wake_on_mail(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::sync::{lock, replace, snapshot};
 
@@ -103,18 +103,51 @@ impl From<crate::files::oplock::Break> for Notice {
     }
 }
 
+/// What tells the thread running one connection that its mailbox has mail
+/// ([`Mailbox::set_bell`]).
+pub type Bell = Box<dyn Fn() + Send + Sync>;
+
 /// A connection's inbox of notices from other connections (they may run on
 /// other threads), and what `status` shows of it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Mailbox {
     pending: AtomicBool,
     notices: Mutex<Vec<Notice>>,
     facts: Mutex<ConnStatus>,
+    /// Rung when the box turns from empty to not; without one, a post wakes
+    /// every driver thread and they look at all their connections.
+    bell: OnceLock<Bell>,
+}
+
+impl std::fmt::Debug for Mailbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("pending", &self.pending)
+            .field("bell", &self.bell.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Mailbox {
     pub fn has_mail(&self) -> bool {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// From now on a post that finds the box empty rings `bell` (from the
+    /// posting thread), and only the thread it tells looks at this box. Set
+    /// once (later calls are ignored); mail already waiting rings it at once.
+    pub fn set_bell(&self, bell: Bell) {
+        if self.bell.set(bell).is_err() {
+            return;
+        }
+        // Against a post that did not see the bell yet: one of the two sees the other's write
+        // (the post's `pending`, or this bell) and rings.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.has_mail() {
+            if let Some(b) = self.bell.get() {
+                b();
+            }
+        }
     }
 
     pub fn take(&self) -> Vec<Notice> {
@@ -130,9 +163,11 @@ impl Mailbox {
 pub struct Mail {
     /// Each live connection's mailbox, by connection id.
     mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
-    /// Counts every notice posted (drivers compare it to see whether to look).
+    /// Counts the notices posted to mailboxes without a bell (drivers compare
+    /// it to see whether to look at all their connections).
     posted: AtomicU64,
-    /// Wakes the drivers' threads after a notice was posted.
+    /// Wakes the drivers' threads after a notice was posted to a mailbox
+    /// without a bell.
     waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Oplock and lease break notifications posted, for metrics.
     breaks_posted: AtomicU64,
@@ -145,8 +180,9 @@ impl Mail {
         replace(&self.waker, Some(wake));
     }
 
-    /// How many notices were ever posted: when it changed, some connection
-    /// may have mail (`crate::Connection::has_mail` (crates/core)).
+    /// How many notices were ever posted to mailboxes without a bell: when it
+    /// changed, some connection may have mail (`crate::Connection::has_mail`
+    /// (crates/core)).
     pub fn posted(&self) -> u64 {
         self.posted.load(Ordering::Acquire)
     }
@@ -229,9 +265,22 @@ impl Mail {
             self.breaks_posted.fetch_add(1, Ordering::Relaxed);
         }
         lock(&m.notices).push(notice);
-        m.pending.store(true, Ordering::Release);
-        self.posted.fetch_add(1, Ordering::AcqRel);
-        self.wake_drivers();
+        let was_pending = m.pending.swap(true, Ordering::AcqRel);
+        // Pairs with the fence in `Mailbox::set_bell`.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        match m.bell.get() {
+            // Rung once until the connection takes its mail (`Mailbox::take` empties the box
+            // before it clears `pending`, so a notice left after that rings again).
+            Some(bell) => {
+                if !was_pending {
+                    bell();
+                }
+            }
+            None => {
+                self.posted.fetch_add(1, Ordering::AcqRel);
+                self.wake_drivers();
+            }
+        }
         true
     }
 
@@ -241,5 +290,75 @@ impl Mail {
         if let Some(w) = snapshot(&self.waker) {
             w();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn counting_bell(m: &Mailbox) -> Arc<AtomicUsize> {
+        let rings = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&rings);
+        m.set_bell(Box::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }));
+        rings
+    }
+
+    #[test]
+    fn a_mailbox_with_a_bell_rings_it_once_until_its_mail_is_taken_and_wakes_no_driver() {
+        let mail = Mail::default();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = Arc::clone(&woken);
+        mail.set_waker(Arc::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        }));
+        let m = mail.open_mailbox(7, "10.0.0.1:5000");
+        let rings = counting_bell(&m);
+        assert!(mail.post(7, Notice::Retry));
+        assert!(mail.post(7, Notice::SharesChanged));
+        assert_eq!(rings.load(Ordering::SeqCst), 1, "rung once for two notices");
+        assert_eq!(m.take(), vec![Notice::Retry, Notice::SharesChanged]);
+        assert!(mail.post(7, Notice::Retry));
+        assert_eq!(rings.load(Ordering::SeqCst), 2, "rung again after the take");
+        assert_eq!(woken.load(Ordering::SeqCst), 0, "no driver woken");
+        assert_eq!(
+            mail.posted(),
+            0,
+            "no driver has to look at all its connections"
+        );
+    }
+
+    #[test]
+    fn a_mailbox_without_a_bell_wakes_every_driver() {
+        let mail = Mail::default();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = Arc::clone(&woken);
+        mail.set_waker(Arc::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        }));
+        let m = mail.open_mailbox(3, "10.0.0.1:5000");
+        assert!(mail.post(3, Notice::Retry));
+        assert_eq!(woken.load(Ordering::SeqCst), 1);
+        assert_eq!(mail.posted(), 1);
+        assert!(m.has_mail());
+        assert!(!mail.post(4, Notice::Retry), "no such connection");
+    }
+
+    #[test]
+    fn a_bell_set_on_a_mailbox_that_already_has_mail_rings_at_once() {
+        let mail = Mail::default();
+        let m = mail.open_mailbox(9, "10.0.0.1:5000");
+        assert!(mail.post(9, Notice::Drop));
+        let rings = counting_bell(&m);
+        assert_eq!(rings.load(Ordering::SeqCst), 1);
+        let later = Arc::new(AtomicUsize::new(0));
+        let l = Arc::clone(&later);
+        m.set_bell(Box::new(move || {
+            l.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(later.load(Ordering::SeqCst), 0, "the first bell stays");
     }
 }
