@@ -307,14 +307,20 @@ mod tests {
         rings
     }
 
-    #[test]
-    fn a_mailbox_with_a_bell_rings_it_once_until_its_mail_is_taken_and_wakes_no_driver() {
+    /// Mail whose drivers' waker counts its calls.
+    fn mail_counting_wakes() -> (Mail, Arc<AtomicUsize>) {
         let mail = Mail::default();
         let woken = Arc::new(AtomicUsize::new(0));
         let w = Arc::clone(&woken);
         mail.set_waker(Arc::new(move || {
             w.fetch_add(1, Ordering::SeqCst);
         }));
+        (mail, woken)
+    }
+
+    #[test]
+    fn a_mailbox_with_a_bell_rings_it_once_until_its_mail_is_taken_and_wakes_no_driver() {
+        let (mail, woken) = mail_counting_wakes();
         let m = mail.open_mailbox(7, "10.0.0.1:5000");
         let rings = counting_bell(&m);
         assert!(mail.post(7, Notice::Retry));
@@ -333,12 +339,7 @@ mod tests {
 
     #[test]
     fn a_mailbox_without_a_bell_wakes_every_driver() {
-        let mail = Mail::default();
-        let woken = Arc::new(AtomicUsize::new(0));
-        let w = Arc::clone(&woken);
-        mail.set_waker(Arc::new(move || {
-            w.fetch_add(1, Ordering::SeqCst);
-        }));
+        let (mail, woken) = mail_counting_wakes();
         let m = mail.open_mailbox(3, "10.0.0.1:5000");
         assert!(mail.post(3, Notice::Retry));
         assert_eq!(woken.load(Ordering::SeqCst), 1);
