@@ -8,7 +8,7 @@ use crate::cluster_support;
 use crate::support;
 
 use cluster_support::*;
-use ringshare_core::cluster::{node_of, ClusterNode, Reclaim};
+use ringshare_core::cluster::{msg, node_of, ClusterNode, Reclaim};
 use ringshare_wire::consts::{Command, CreateDisposition as D, Dialect};
 use ringshare_wire::create::{ContextTag, CreateContext, CreateResponse, Lease};
 use ringshare_wire::{FileId, NtStatus};
@@ -764,6 +764,37 @@ fn a_connection_ends_look_at_a_durable_opens_delete_pending_does_not_hold_the_io
         assert_eq!(cl.nodes[0].parked_durables(), kept, "pending {pending}");
         assert_eq!(cl.exists(&name), !pending, "pending {pending}");
     }
+}
+
+/// Issue 33 (scripts/cluster-upgrade.sh's control run, step 2): a connection's end whose look at
+/// a persistent open's delete-pending gets no answer from the file's home (a call that timed
+/// out; on a real cluster also a home stopping, or a pooled connection to one restarted since)
+/// keeps the open parked for its client, with its record: an open is not given up for a call
+/// that failed. Before, it was closed and its record removed, and its client's reconnect
+/// through another node was told OBJECT_NAME_NOT_FOUND.
+#[test]
+fn a_connection_ends_look_the_files_home_does_not_answer_keeps_the_persistent_open() {
+    let cl = ca_cluster(3);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    cl.answer_late_if(3, Some(|c| matches!(c, msg::Call::DeletePending(..))));
+    a.hold_lookups = true;
+    a.conn.shutdown(a.now);
+    a.pump();
+    answer_held(&mut a);
+    assert_eq!(cl.nodes[0].parked_durables(), 1, "kept for its client");
+    assert_eq!(cl.bus.ca.lock().unwrap().len(), 1, "its record kept");
+    cl.answer_late_if(3, None);
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(
+        &mut b,
+        "vm.vhdx",
+        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
+    );
+    back_with_its_data_and_closed(&cl, &mut b, &r, f);
 }
 
 /// Issue 33, item 2: a persistent open closed otherwise than by its CLOSE — a TREE_DISCONNECT,

@@ -64,7 +64,8 @@ pub fn park_or_close_all(
         }
         .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));
         // So does one whose file's delete is pending: the home's to say. A file homed on
-        // another node is asked away from the I/O thread, the open parked meanwhile.
+        // another node is asked away from the I/O thread, the open parked meanwhile (and kept
+        // when the home gives no answer).
         let Some(d) = durability else {
             asks.extend(crate::opens::close_posted(server, open));
             continue;
@@ -89,10 +90,14 @@ pub fn park_or_close_all(
 }
 
 /// The look at whether file `key` of a parked open (`ids`: its persistent and volatile ids)
-/// is delete-pending, asked of its home, node `node`, away from the I/O thread: when it is (or
-/// the home gave no answer, as when the look was made at once), the thread that carried the
-/// call takes the open back out of the parked ones, if it is still there (not reconnected
-/// meanwhile), and closes it there.
+/// is delete-pending, asked of its home, node `node`, away from the I/O thread: when the home
+/// says it is, the thread that carried the call takes the open back out of the parked ones, if
+/// it is still there (not reconnected meanwhile), and closes it there. No answer (the home
+/// stopping or restarted, partitions between nodes, the call timed out) keeps it parked: an
+/// open is not given up for a call that failed (issue 33: a node stopped while its call to a
+/// restarted peer failed closed a persistent open and removed its record; its client heard
+/// OBJECT_NAME_NOT_FOUND). Another open that would break it has it closed then, through the
+/// home (`CloseParked`).
 fn pending_asked(
     server: &Arc<ServerState>,
     node: u16,
@@ -104,8 +109,17 @@ fn pending_asked(
     let then = {
         let server = Arc::clone(server);
         Box::new(move |pending: Result<bool, ringshare_wire::NtStatus>| {
-            if pending == Ok(false) {
-                return;
+            match pending {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(s) => {
+                    tracing::debug!(
+                        id,
+                        ?s,
+                        "a parked open's home did not say whether its file is delete-pending: kept"
+                    );
+                    return;
+                }
             }
             let parked = {
                 let mut t = lock(&server.files.durables);
