@@ -408,7 +408,7 @@ pub fn serve(
 /// How long after a connection's start, or this node's last answer on it, a call read from it
 /// is surely still awaited: a caller has one call at a time on a connection, sent after the
 /// answer before it (or once the connection was made), and waits [`CALL_TIMEOUT`] from that
-/// send. Until then [`caller_went`] need not look (two system calls per call saved); a quarter
+/// send. Until then [`other_end_closed`] need not look (two system calls per call saved); a quarter
 /// of a second is left for the clocks of two machines.
 const SURELY_AWAITED: Duration = CALL_TIMEOUT.saturating_sub(Duration::from_millis(250));
 
@@ -425,7 +425,7 @@ fn serve_conn(
     let may_have_gone = |since: Instant| since.elapsed() >= SURELY_AWAITED;
     loop {
         let (kind, msg) = c.recv()?;
-        if kind == CALL && may_have_gone(quiet_since) && caller_went(&c.stream) {
+        if kind == CALL && may_have_gone(quiet_since) && other_end_closed(&c.stream) {
             // The caller stopped waiting (its 2 s went while this node was stopped or slow),
             // told its client FILE_NOT_AVAILABLE (try again) and shut its side: what
             // it asked is not carried out now, as if it never came (issue 33: a LOCK granted,
@@ -446,7 +446,7 @@ fn serve_conn(
                 // answered, and its caller reads it late ([`Peers::watch_late`]). A caller
                 // that stops waiting after this look reads the answer late and undoes it
                 // itself: one side only undoes a call.
-                if may_have_gone(quiet_since) && caller_went(&c.stream) && undo(&msg, &a) {
+                if may_have_gone(quiet_since) && other_end_closed(&c.stream) && undo(&msg, &a) {
                     tracing::info!(
                         node,
                         "cluster: a call whose caller stopped waiting while it was decided is undone"
@@ -465,11 +465,12 @@ fn serve_conn(
 
 /// Whether the other end of `stream` has closed it with nothing more to read (looked at
 /// without waiting): a caller whose call timed out ([`Peers::call`] shuts its side of the
-/// connection, and reads on for a late answer: [`Peers::watch_late`]).
-fn caller_went(stream: &TcpStream) -> bool {
+/// connection, and reads on for a late answer: [`Peers::watch_late`]), or a node that stopped
+/// since its connection went idle ([`Peers::conn`], and an I/O thread's calls on its ring).
+pub(crate) fn other_end_closed(socket: impl std::os::fd::AsFd) -> bool {
     use rustix::net::RecvFlags;
     let mut b = [0u8; 1];
-    match rustix::net::recv(stream, &mut b[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+    match rustix::net::recv(socket, &mut b[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
         Ok((_, n)) => n == 0,
         Err(e) => e != rustix::io::Errno::AGAIN && e != rustix::io::Errno::INTR,
     }
@@ -518,11 +519,20 @@ impl Peers {
         })
     }
 
+    /// An idle connection to `node`, or a new one. An idle one whose other end closed it (the
+    /// node stopped or restarted since: a new process on the same address) is dropped, not
+    /// used: a call sent on it would fail with nothing carried out (issue 33: the first call
+    /// to a restarted node after it failed so, and a stopping node closed a persistent open
+    /// for it).
     fn conn(&self, node: u16) -> std::io::Result<Conn> {
-        if let Some(c) = lock(&self.idle).get_mut(&node).and_then(Vec::pop) {
-            return Ok(c);
+        loop {
+            let Some(c) = lock(&self.idle).get_mut(&node).and_then(Vec::pop) else {
+                return self.connect_to(node);
+            };
+            if !other_end_closed(&c.stream) {
+                return Ok(c);
+            }
         }
-        self.connect_to(node)
     }
 
     /// A new authenticated connection to member `node`.
@@ -606,7 +616,7 @@ impl Peers {
 
     /// Call `msg` on `c` was not answered within [`CALL_TIMEOUT`] (its caller tells its client
     /// "try again"): this node stops sending on `c` (a callee that has not read the call yet
-    /// sees the caller went, `caller_went`, and does not carry it out) but a thread of its own
+    /// sees the caller went, `other_end_closed`, and does not carry it out) but a thread of its own
     /// reads `c` until [`LATE_LIMIT`] for the answer of a callee that read the call in time and
     /// was slow to answer it, and hands it to [`Peers::on_late`]'s handler, which undoes what
     /// the answer says was done. At most [`LATE_MAX`] calls are watched at once; past that (or
