@@ -59,6 +59,10 @@ const QUEUED_MAX: usize = 4096;
 const RX_START: usize = 4096;
 /// Lines about calls that failed unsent: one per node and reason at most this often.
 const LOG_EVERY_MS: u64 = 1000;
+/// A connection idle this long is looked at before a call goes on it (one non-blocking peek):
+/// its node may have stopped, or restarted on the same address, since. Connections in steady
+/// use go again within a millisecond and are not looked at.
+const IDLE_LOOK_MS: u64 = 100;
 
 /// Connections a dial made, for the worker that asked: (node, the socket and its session).
 pub(super) type Dialed = Mailbox<(u16, std::io::Result<(TcpStream, Session)>)>;
@@ -342,6 +346,16 @@ impl Calls {
         }
     }
 
+    /// Connection `conn` to `node`, taken for `w`, was found closed by its node before `w` was
+    /// sent on it: the connection is gone, and `w` goes first on another, or a new one (within
+    /// the 2 s it had from being asked). It was not sent, so it cannot have been carried out.
+    pub(super) fn resend_elsewhere(&mut self, node: u16, w: Waiting, out: &mut Vec<Act>) {
+        let p = self.peers.entry(node).or_default();
+        p.busy = p.busy.saturating_sub(1);
+        p.queue.push_front(w);
+        self.pump(node, out);
+    }
+
     /// A dial to `node` ended: its new connection, or why none. With none and no connection
     /// to the node, the calls waiting for one fail at once (never sent), as a call on a thread
     /// fails when it cannot connect.
@@ -457,6 +471,8 @@ struct Link {
     /// Its answer was due and its RECV was cancelled ([`Worker::home_timers`]): the RECV's end
     /// times the call out.
     overdue: bool,
+    /// When its last call ended, or it was opened ([`IDLE_LOOK_MS`]).
+    idle_since: u64,
 }
 
 /// A worker's side of calls on its ring.
@@ -602,6 +618,15 @@ impl Worker {
             h.calls.fail(w, Unsent::Fault("it was not one call"), more);
             return;
         };
+        if now.saturating_sub(link.idle_since) >= IDLE_LOOK_MS && peer::other_end_closed(&*link.fd)
+        {
+            // Its node stopped since (issue 33: the first call to a node restarted on the same
+            // address failed on the old connection, "the node closed the connection").
+            let node = link.node;
+            h.links.remove(&c);
+            h.calls.resend_elsewhere(node, w, more);
+            return;
+        }
         h.peers.stats.calls.fetch_add(1, Ordering::Relaxed);
         let frame = link.session.seal(peer::CALL, &wire.message);
         let rx = std::mem::take(&mut link.rx);
@@ -667,6 +692,7 @@ impl Worker {
                         call: None,
                         broken: false,
                         overdue: false,
+                        idle_since: self.clock.mono_ms,
                     };
                     h.links.insert(id, link);
                     Ok(id)
@@ -747,6 +773,7 @@ impl Worker {
             h.links.remove(&c);
             return;
         };
+        link.idle_since = self.clock.mono_ms;
         let timed_out = matches!(end, End::TimedOut);
         let (result, keep): (HomeResult, bool) = match end {
             End::Answer(a) => (Ok(a), true),

@@ -462,6 +462,29 @@ fn a_call_made_on_the_ring_gets_the_answer_of_a_node_of_either_level() {
     }
 }
 
+/// Issue 33: a node that stopped, or restarted on the same address, since the ring's
+/// connection to it went idle: the next call goes on a new connection and is answered (before,
+/// it failed on the old one: "the node closed the connection", FILE_NOT_AVAILABLE).
+#[test]
+fn a_ring_call_after_the_node_restarted_goes_on_a_new_connection_and_is_answered() {
+    let (addr, gone) = crate::cluster::peer::tests::node2_closing_its_first_connection();
+    let (mut w, _peers) = worker(2, addr, 2);
+    let (r, _) = ring_call(&mut w, b"abc");
+    assert_eq!(r, Ok(b"cba".to_vec()));
+    assert_eq!(gone.recv().expect("closed"), 0);
+    std::thread::sleep(Duration::from_millis(IDLE_LOOK_MS + 50));
+    // The loop's clock, as a turn that woke now would have it.
+    w.clock = super::super::now(w.shared.started);
+    let (r, _) = ring_call(&mut w, b"xyz");
+    assert_eq!(r, Ok(b"zyx".to_vec()), "the call after the restart");
+    let h = w.home.as_ref().expect("ring calls");
+    assert_eq!(
+        h.links.len(),
+        1,
+        "the closed connection dropped, the new one kept"
+    );
+}
+
 /// Issue 33: a ring call whose 2 s went (its deadline: the worker's timers cancel its RECV)
 /// is FILE_NOT_AVAILABLE; its connection is half-closed (node 2, once it decided, sees the
 /// caller went) and read on for the late answer, which reaches the late handler once; the
