@@ -13,6 +13,8 @@
 #                                                   build before levels) in its own clone
 #   OLD_BIN=/path/to/old/ringshare scripts/cluster-upgrade.sh
 #   OLD_BIN=this scripts/cluster-upgrade.sh         a control run: this build replaced by itself
+#   OLD_LEVEL=N OLD_BIN=... or OLD_REV=...          an old build that has levels (N: the one it
+#                                                   speaks; default 1, every build before levels)
 # OLD_DIR (default /work/rs-old-OLD_REV, or /tmp/... without /work) holds that clone and its
 # target dir; a second run reuses its build. Run it under the heavy lock (it builds and runs
 # three servers): flock -o /tmp/rs-heavy.lock scripts/cluster-upgrade.sh
@@ -39,6 +41,6 @@ if [ -z "${OLD_BIN:-}" ]; then
 fi
 [ "$OLD_BIN" = this ] || [ -x "$OLD_BIN" ] || { echo "cluster-upgrade: $OLD_BIN is not an executable" >&2; exit 1; }
 [ "$OLD_BIN" = this ] || echo "cluster-upgrade: old binary $OLD_BIN ($("$OLD_BIN" --version))"
-RINGSHARE_OLD_BIN="$OLD_BIN" exec cargo test -p ringshare --test cluster \
+RINGSHARE_OLD_LEVEL="${OLD_LEVEL:-1}" RINGSHARE_OLD_BIN="$OLD_BIN" exec cargo test -p ringshare --test cluster \
     a_cluster_of_the_previous_release_upgraded_one_node_at_a_time -- --ignored --nocapture \
     --test-threads 1

@@ -400,9 +400,16 @@ pub fn run(name: &str, old: Option<&Path>, steps: u16, between: Duration) {
     }
     let mut cl = Cluster::start_on(name, "\tcontinuous availability = yes\n", None, old, 1);
     let conf = cl.nodes[0].conf().to_path_buf();
-    // The old build's level: 1 (every build before levels); this build's in a control run.
+    // The old build's level: 1 (every build before levels), or RINGSHARE_OLD_LEVEL (a build
+    // since, e.g. the last release's); this build's in a control run.
     let new_level = ringshare_core::cluster::msg::LEVEL;
-    let old_level = if old.is_some() { 1 } else { new_level };
+    let old_level = match old {
+        None => new_level,
+        Some(_) => std::env::var("RINGSHARE_OLD_LEVEL")
+            .ok()
+            .map(|v| v.parse().expect("RINGSHARE_OLD_LEVEL: a number"))
+            .unwrap_or(1),
+    };
     let (text, level, _) = levels(&conf);
     let of = old.map_or("this build (a control run)".into(), |p| {
         p.display().to_string()
