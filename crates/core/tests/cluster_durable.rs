@@ -408,6 +408,18 @@ fn back_with_its_data_and_closed(cl: &Cluster, b: &mut Client, r: &Resp, f: File
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
 }
 
+/// Alice's persistent open `f` of vm.vhdx (lease `l`, CreateGuid 8) reconnects through node 2,
+/// back with its data; its close removes its record.
+fn back_through_node_2(cl: &Cluster, l: &Lease, f: FileId) {
+    let mut b = client_as(cl, 2, 1, "alice", "secret");
+    let r = create(
+        &mut b,
+        "vm.vhdx",
+        vec![rqls(l), dh2c_flags(f, 8, PERSISTENT)],
+    );
+    back_with_its_data_and_closed(cl, &mut b, &r, f);
+}
+
 #[test]
 fn a_reconnect_through_a_node_that_saw_the_keeper_die_before_the_files_home_did_is_told_to_try_again(
 ) {
@@ -458,13 +470,7 @@ fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_
     cl.bus
         .ca_refused
         .store(false, std::sync::atomic::Ordering::Relaxed);
-    let mut b = client_as(&cl, 2, 1, "alice", "secret");
-    let r = create(
-        &mut b,
-        "vm.vhdx",
-        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
-    );
-    back_with_its_data_and_closed(&cl, &mut b, &r, f);
+    back_through_node_2(&cl, &l, f);
 }
 
 #[test]
@@ -788,13 +794,7 @@ fn a_connection_ends_look_the_files_home_does_not_answer_keeps_the_persistent_op
     assert_eq!(cl.nodes[0].parked_durables(), 1, "kept for its client");
     assert_eq!(cl.bus.ca.lock().unwrap().len(), 1, "its record kept");
     cl.answer_late_if(3, None);
-    let mut b = client_as(&cl, 2, 1, "alice", "secret");
-    let r = create(
-        &mut b,
-        "vm.vhdx",
-        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
-    );
-    back_with_its_data_and_closed(&cl, &mut b, &r, f);
+    back_through_node_2(&cl, &l, f);
 }
 
 /// Issue 33, item 2: a persistent open closed otherwise than by its CLOSE — a TREE_DISCONNECT,
