@@ -346,13 +346,16 @@ impl Calls {
         }
     }
 
-    /// Connection `conn` to `node`, taken for `w`, was found closed by its node before `w` was
-    /// sent on it: the connection is gone, and `w` goes first on another, or a new one (within
-    /// the 2 s it had from being asked). It was not sent, so it cannot have been carried out.
+    /// The connection to `node` taken for `w` was found closed by its node before `w` was sent
+    /// on it: the connection is gone, and `w` goes back in the node's queue by when it was asked
+    /// (before the calls asked after it: it goes on another connection, or a new one, and fails
+    /// 2 s after it was asked as any queued call, [`Calls::expire`] looking at the queue's
+    /// front). It was not sent, so it cannot have been carried out.
     pub(super) fn resend_elsewhere(&mut self, node: u16, w: Waiting, out: &mut Vec<Act>) {
         let p = self.peers.entry(node).or_default();
         p.busy = p.busy.saturating_sub(1);
-        p.queue.push_front(w);
+        let at = p.queue.partition_point(|q| q.asked_ms <= w.asked_ms);
+        p.queue.insert(at, w);
         self.pump(node, out);
     }
 

@@ -56,6 +56,39 @@ fn seen(out: &mut Vec<Act>) -> Vec<(&'static str, u64, u32)> {
         .collect()
 }
 
+/// Calls put back because their connections were found closed (their node stopped or
+/// restarted) keep their places by when they were asked: the earlier one still fails 2 s after
+/// it was asked, not held back behind the later one put back after it.
+#[test]
+fn calls_put_back_after_closed_connections_fail_two_seconds_after_they_were_asked() {
+    let mut c = Calls::new(1, 2);
+    let mut out = Vec::new();
+    c.ask(call(1, 2, 7, 0), &mut out);
+    c.dialed(2, Ok(100), &mut out);
+    c.ask(call(2, 2, 8, 1_000), &mut out);
+    c.dialed(2, Ok(101), &mut out);
+    let sent: Vec<Waiting> = out
+        .drain(..)
+        .filter_map(|a| match a {
+            Act::Send(_, w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 2, "each on its connection");
+    for w in sent {
+        c.resend_elsewhere(2, w, &mut out);
+    }
+    assert_eq!(seen(&mut out), [("dial", 2, 0)], "a new connection wanted");
+    c.expire(2_000, &mut out);
+    assert_eq!(
+        seen(&mut out),
+        [("fail", 1, 0)],
+        "the first, 2 s after it was asked"
+    );
+    c.expire(3_000, &mut out);
+    assert_eq!(seen(&mut out), [("fail", 2, 0)]);
+}
+
 /// The LOCK, UNLOCK and CLOSE of one file, asked by one ring, reach its home one at a time in
 /// the order asked; a call about another file goes meanwhile.
 #[test]
